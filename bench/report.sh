@@ -1,0 +1,172 @@
+#!/bin/bash
+# Turn one guest run of bench/run-guest.sh into a Markdown report and a PNG
+# bar chart, and print the report.
+#
+#   bench/report.sh RUNDIR [REPORT.md]
+#
+# RUNDIR holds data.csv, ctl.csv and meta.txt. REPORT.md defaults to
+# RUNDIR/results-<kernel>.md; the chart goes next to it as .png.
+# Medians over the rounds; noise = the larger relative spread
+# (max - min) / median of the stock and loopfs rounds of that case.
+# Nothing here passes or fails on a number: the goal column only says
+# where loopfs stands against the goals of issue 6.
+set -euo pipefail
+
+run=${1:?usage: report.sh RUNDIR [REPORT.md]}
+for f in data.csv ctl.csv meta.txt; do
+	[ -r "$run/$f" ] || { echo "report: $run/$f missing" >&2; exit 1; }
+done
+kver=$(sed -n 's/^kernel=//p' "$run/meta.txt")
+md=${2:-$run/results-$kver.md}
+png=${md%.md}.png
+dat=${md%.md}.dat
+
+metav() { sed -n "s/^$1=//p" "$run/meta.txt"; }
+
+# Median of the rounds per case and target, plus spread, in one awk pass.
+# Output: backing workload unit stock loopfs raw noise_pct   ("-" if absent)
+summary() {
+	awk -F, 'NR > 1 && $5 != "NA" {
+		k = $1 SUBSEP $2; key[k] = 1; unit[k] = $6
+		n = ++cnt[k, $3]; v[k, $3, n] = $5 + 0
+		if (!(k in order)) { order[k] = ++nk; byord[nk] = k }
+	}
+	function median(k, t,   n, i, j, a, tmp) {
+		n = cnt[k, t]; if (!n) return "-"
+		for (i = 1; i <= n; i++) a[i] = v[k, t, i]
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				tmp = a[j]; a[j] = a[j - 1]; a[j - 1] = tmp }
+		return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	function spread(k, t,   n, i, lo, hi, m) {
+		n = cnt[k, t]; if (n < 2) return -1
+		lo = hi = v[k, t, 1]
+		for (i = 2; i <= n; i++) {
+			if (v[k, t, i] < lo) lo = v[k, t, i]
+			if (v[k, t, i] > hi) hi = v[k, t, i] }
+		m = median(k, t); return m > 0 ? (hi - lo) / m * 100 : -1
+	}
+	END {
+		for (o = 1; o <= nk; o++) {
+			k = byord[o]; split(k, p, SUBSEP)
+			s1 = spread(k, "stock"); s2 = spread(k, "loopfs")
+			nz = (s1 > s2) ? s1 : s2
+			printf "%s %s %s %s %s %s %s\n", p[1], p[2], unit[k],
+				median(k, "stock"), median(k, "loopfs"), median(k, "raw"),
+				nz < 0 ? "-" : sprintf("%.0f", nz)
+		}
+	}' "$run/data.csv"
+}
+
+# goal BACKING WORKLOAD -> "stock-factor raw-factor" that issue 6 asks for
+goal() {
+	case $1,$2 in
+	tmpfs,randread-4k-qd1) echo "2.0 -" ;;
+	tmpfs,randread-4k-qd32) echo "1.3 -" ;;
+	*,read-1m) echo "1.0 0.85" ;;
+	*) echo "1.0 -" ;;
+	esac
+}
+
+ratio() { # A B -> A/B with 2 decimals or "-"
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.2f", a / b }'
+}
+
+# verdict RATIO GOAL NOISE -> met / met within noise / not met / -
+verdict() {
+	awk -v r="$1" -v g="$2" -v n="$3" 'BEGIN {
+		if (r == "-" || g == "-") { print "-"; exit }
+		if (r + 0 >= g + 0) print "met"
+		else if (n != "-" && r + 0 >= g * (1 - n / 100)) print "within noise"
+		else print "not met" }'
+}
+
+fmt() { # number -> compact (IOPS integers, MiB/s one decimal)
+	awk -v x="$1" 'BEGIN { if (x == "-") print "-"; else if (x >= 100) printf "%.0f", x; else printf "%.1f", x }'
+}
+
+{
+	echo "# loopfs benchmark: $kver"
+	echo
+	echo "Guest: $(metav cpus) vCPU, $(metav mode) run, $(metav rounds) round(s) of" \
+		"$(metav runtime) per fio run (+$(metav ramp) ramp), backing file $(metav file_mb) MiB;" \
+		"ext4 on $(metav ext4_disk). loopfs module: $(metav loopfs)."
+	echo "Loop dio (sysfs loop/dio) stock tmpfs/ext4: $(metav dio_stock_tmpfs)/$(metav dio_stock_ext4)," \
+		"loopfs: $(metav dio_loopfs_tmpfs)/$(metav dio_loopfs_ext4)."
+	echo "Medians over rounds; 4k cases in IOPS, 1M cases in MiB/s; noise = the larger of the" \
+		"stock and loopfs (max-min)/median over the rounds."
+	echo
+	echo "| backing | workload | stock | loopfs | raw file | loopfs/stock | loopfs/raw | stock/raw | noise ±% | goal | status |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
+	: > "$dat"
+	summary | while read -r b w unit st lf raw nz; do
+		read -r gs gr < <(goal "$b" "$w")
+		rs=$(ratio "$lf" "$st"); rr=$(ratio "$lf" "$raw"); sr=$(ratio "$st" "$raw")
+		vs=$(verdict "$rs" "$gs" "$nz"); vr=$(verdict "$rr" "$gr" "$nz")
+		g="≥${gs}× stock" status=$vs
+		if [ "$gr" != - ]; then
+			g+=", ≥${gr}× raw"
+			status="$vs / $vr"
+		fi
+		echo "| $b | $w ($unit) | $(fmt "$st") | $(fmt "$lf") | $(fmt "$raw") | $rs | $rr | $sr | $nz | $g | $status |"
+		echo "\"$b $w\" $(ratio "$st" "$raw" | sed 's/^-$/0/') $(ratio "$lf" "$raw" | sed 's/^-$/0/')" >> "$dat"
+	done
+	echo
+	echo "Control path: create + configure + clear + remove cycles, $(metav ctl_cycles) per round;" \
+		"medians over the rounds of each round's median cycle time."
+	echo
+	echo "| target | devices | instances | cycles/s | per-cycle ms (median) | IQR ms | per-cycle vs few |"
+	echo "|---|---:|---:|---:|---:|---:|---:|"
+	awk -F, 'NR > 1 {
+		k = $1 SUBSEP $2; if (!(k in seen)) { seen[k] = ++n; ord[n] = k }
+		c = ++cnt[k]; ps[k, c] = $6; md[k, c] = $7; iq[k, c] = $9 - $8
+		dev[k] = $3; inst[k] = $4
+	}
+	function med(arr, k,   i, j, a, m, tmp) {
+		m = cnt[k]; for (i = 1; i <= m; i++) a[i] = arr[k, i] + 0
+		for (i = 2; i <= m; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				tmp = a[j]; a[j] = a[j - 1]; a[j - 1] = tmp }
+		return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
+	}
+	END {
+		for (o = 1; o <= n; o++) {
+			k = ord[o]; split(k, p, SUBSEP)
+			m = med(md, k); few = p[1] SUBSEP "few"
+			rel = (few in seen) ? sprintf("%.2f", m / med(md, few)) : "-"
+			printf "| %s (%s) | %d | %s | %.1f | %.1f | %.1f | %s |\n", p[1], p[2],
+				dev[k], p[1] == "stock" ? "-" : inst[k], med(ps, k), m / 1000, med(iq, k) / 1000, rel
+		}
+	}' "$run/ctl.csv"
+	echo
+	echo "devices = block devices of that driver existing while measuring (stock: /sys/block/loopN," \
+		"loopfs: /sys/block/loopfs*), instances = loopfs mounts. Populating took $(metav populate_s) s;" \
+		"data path $(metav data_path_s) s, control path $(metav control_path_s) s."
+} > "$md"
+
+if command -v gnuplot > /dev/null && [ -s "$dat" ]; then
+	term=png
+	gnuplot -e 'set terminal' 2>/dev/null | grep -qw pngcairo && term=pngcairo
+	gnuplot <<-EOF
+		set terminal $term size 1100,520
+		set output "$png"
+		set title "loopfs vs stock loop, $kver (throughput relative to fio on the backing file)"
+		set style data histograms
+		set style histogram clustered gap 1
+		set style fill solid 0.8 border -1
+		set ylabel "x raw backing file"
+		set yrange [0:*]
+		set grid ytics
+		set xtics rotate by -35 font ",9" noenhanced
+		set key top right
+		set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 2 lc rgb "black"
+		plot "$dat" using 2:xtic(1) title "stock loop" lc rgb "#999999", \
+		     "" using 3 title "loopfs" lc rgb "#2060c0"
+	EOF
+	echo "chart: $png" >> "$md"
+else
+	echo "report: gnuplot missing, no chart" >&2
+fi
+cat "$md"

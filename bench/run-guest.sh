@@ -1,0 +1,270 @@
+#!/bin/bash
+# Guest side of the loopfs benchmark (issue 6). Runs as root inside a guest
+# of one kernel; writes raw measurements to OUTDIR:
+#   data.csv  backing,workload,target,round,value,unit   (fio, one line per run)
+#   ctl.csv   target,state,devices,instances,round,per_s,median_us,p25_us,p75_us
+#   meta.txt  key=value facts about the run (kernel, sizes, dio state, ...)
+#
+#   bench/run-guest.sh [--smoke] OUTDIR
+#
+# Targets, interleaved inside every round (the order rotates per round):
+#   stock   /dev/loopN of the in-tree loop module
+#   loopfs  loop<N> of a private loopfs instance (skipped if no module)
+#   raw     fio on the backing file itself
+# Backings: tmpfs (page cache; loop in buffered mode) and ext4 on the first
+# virtio disk (/dev/vda; loop in direct-I/O mode). Without a virtio disk the
+# ext4 filesystem lives on a stock loop device over a tmpfs image instead
+# (smoke only: it exercises the path, its numbers mean little).
+#
+# Knobs (env): BENCH_ROUNDS=3 BENCH_RUNTIME=2 (s per fio run) BENCH_RAMP=500ms
+# BENCH_FILE_MB=256 BENCH_CTL_CYCLES=100 BENCH_CTL_INSTANCES=100
+# BENCH_CTL_DEVICES=1000 BENCH_LOOPCTL (helper binary).
+set -euo pipefail
+
+smoke=
+if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
+out=${1:?usage: run-guest.sh [--smoke] OUTDIR}
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+
+if [ -n "$smoke" ]; then
+	rounds=1 runtime=250ms ramp=0 file_mb=16
+	cycles=10 instances=3 devices=6
+else
+	rounds=${BENCH_ROUNDS:-3} runtime=${BENCH_RUNTIME:-2} ramp=${BENCH_RAMP:-500ms}
+	file_mb=${BENCH_FILE_MB:-256}
+	cycles=${BENCH_CTL_CYCLES:-100}
+	instances=${BENCH_CTL_INSTANCES:-100} devices=${BENCH_CTL_DEVICES:-1000}
+fi
+build=${LOOPFS_BUILD:-$(dirname "$(dirname "$(readlink -f "$0")")")/.build}
+loopctl=${BENCH_LOOPCTL:-$build/bench/loopctl}
+[ -x "$loopctl" ] || { echo "bench: $loopctl missing (make bench-build)" >&2; exit 1; }
+
+work=/mnt/bench
+mkdir -p "$work"
+cleanups=()
+cleanup() {
+	local i
+	for ((i = ${#cleanups[@]} - 1; i >= 0; i--)); do
+		eval "${cleanups[i]}" || true
+	done
+}
+trap cleanup EXIT
+at_exit() { cleanups+=("$*"); }
+
+log() { echo "bench: $*" >&2; }
+meta() { echo "$1=$2" >> "$out/meta.txt"; }
+
+: > "$out/meta.txt"
+echo "backing,workload,target,round,value,unit" > "$out/data.csv"
+echo "target,state,devices,instances,round,per_s,median_us,p25_us,p75_us" > "$out/ctl.csv"
+meta kernel "$(uname -r)"
+meta cpus "$(nproc)"
+meta mode "$([ -n "$smoke" ] && echo smoke || echo full)"
+meta rounds "$rounds"
+meta runtime "${runtime}$([[ $runtime == *[a-z] ]] || echo s)"
+meta ramp "${ramp}$([[ $ramp == *[a-z] ]] || echo s)"
+meta file_mb "$file_mb"
+meta ctl_cycles "$cycles"
+
+# ---------------------------------------------------------------- modules
+modprobe loop
+have_loopfs=
+if grep -qw loop /proc/filesystems; then
+	have_loopfs=1
+elif [ -n "${LOOPFS_KO:-}" ] && [ -r "$LOOPFS_KO" ]; then
+	insmod "$LOOPFS_KO" && have_loopfs=1
+fi
+if [ -z "$have_loopfs" ]; then
+	log "loopfs module not available (LOOPFS_KO=${LOOPFS_KO:-unset}): loopfs column skipped"
+fi
+meta loopfs "$([ -n "$have_loopfs" ] && echo yes || echo no)"
+
+# ------------------------------------------------------------- helpers
+devnum() { # block node -> MAJ:MIN
+	printf '%d:%d' "0x$(stat -L -c %t "$1")" "0x$(stat -L -c %T "$1")"
+}
+
+dio_state() {
+	cat "/sys/dev/block/$(devnum "$1")/loop/dio" 2>/dev/null || echo "?"
+}
+
+# attach_stock FILE [losetup opts] -> prints /dev/loopN
+attach_stock() {
+	local f=$1; shift
+	losetup -f --show "$@" "$f"
+}
+
+# attach_loopfs MOUNTPOINT FILE [losetup opts] -> prints MOUNTPOINT/loopN
+attach_loopfs() {
+	local mnt=$1 f=$2 idx; shift 2
+	idx=$("$loopctl" add "$mnt/loop-control")
+	losetup "$@" "$mnt/loop$idx" "$f"
+	echo "$mnt/loop$idx"
+}
+
+# fio_run TARGET_PATH WORKLOAD DIRECT -> prints "value unit" (IOPS or MiB/s)
+fio_run() {
+	local path=$1 wl=$2 direct=$3 rw bs qd line
+	case $wl in
+	randread-4k-qd1) rw=randread bs=4k qd=1 ;;
+	randread-4k-qd32) rw=randread bs=4k qd=32 ;;
+	randwrite-4k-qd32) rw=randwrite bs=4k qd=32 ;;
+	read-1m) rw=read bs=1M qd=4 ;;
+	write-1m) rw=write bs=1M qd=4 ;;
+	*) return 1 ;;
+	esac
+	line=$(fio --name=bench --filename="$path" --size="${file_mb}M" \
+		--rw=$rw --bs=$bs --iodepth=$qd --ioengine=libaio --direct="$direct" \
+		--time_based --runtime="$runtime" --ramp_time="$ramp" \
+		--norandommap --randrepeat=0 --invalidate=0 \
+		--output-format=terse --terse-version=3 2>/dev/null | tail -n 1) || return 1
+	# terse v3: field 7/8 read KiB/s / IOPS, 48/49 write KiB/s / IOPS
+	echo "$line" | awk -F';' -v rw=$rw -v bs=$bs '{
+		bw = (rw ~ /write/) ? $48 : $7; iops = (rw ~ /write/) ? $49 : $8
+		if (bs == "4k") printf "%d IOPS\n", iops; else printf "%.1f MiB/s\n", bw / 1024 }'
+}
+
+workloads=(randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd32 read-1m write-1m)
+
+# ------------------------------------------------------------ backings
+# tmpfs: a file in a dedicated tmpfs, loop devices in buffered mode.
+mkdir -p "$work/tmpfs"
+mount -t tmpfs -o size=$((file_mb + 64))m tmpfs "$work/tmpfs"
+at_exit umount "$work/tmpfs"
+dd if=/dev/zero of="$work/tmpfs/backing" bs=1M count="$file_mb" status=none
+
+# ext4: on the extra virtio disk if there is one; loop devices with dio on.
+modprobe virtio_blk 2>/dev/null || true
+modprobe ext4 2>/dev/null || true
+disk=
+for d in /dev/vda /dev/vdb; do
+	[ -b "$d" ] && { disk=$d; break; }
+done
+if [ -z "$disk" ]; then
+	dd if=/dev/zero of="$work/tmpfs/ext4.img" bs=1M count=0 seek=$((file_mb + 48)) status=none
+	disk=$(losetup -f --show "$work/tmpfs/ext4.img")
+	at_exit losetup -d "$disk"
+	meta ext4_disk "stock loop over tmpfs image (no virtio disk attached)"
+	# the tmpfs needs room for both files
+	mount -o remount,size=$((2 * file_mb + 128))m "$work/tmpfs"
+else
+	meta ext4_disk "virtio-blk $disk ($(($(blockdev --getsize64 "$disk") >> 20)) MiB)"
+fi
+mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$disk"
+mkdir -p "$work/ext4"
+mount -t ext4 "$disk" "$work/ext4"
+at_exit umount "$work/ext4"
+dd if=/dev/zero of="$work/ext4/backing" bs=1M count="$file_mb" oflag=direct status=none
+sync
+
+# ----------------------------------------------------------- data path
+declare -A dev
+backings=(tmpfs ext4)
+if [ -n "$have_loopfs" ]; then
+	mkdir -p "$work/lfs"
+	mount -t loop loop "$work/lfs"
+	at_exit umount "$work/lfs"
+fi
+for b in "${backings[@]}"; do
+	opts=()
+	[ "$b" = ext4 ] && opts=(--direct-io=on)
+	dev[$b,stock]=$(attach_stock "$work/$b/backing" "${opts[@]}")
+	at_exit losetup -d "${dev[$b,stock]}"
+	meta "dio_stock_$b" "$(dio_state "${dev[$b,stock]}")"
+	if [ -n "$have_loopfs" ]; then
+		dev[$b,loopfs]=$(attach_loopfs "$work/lfs" "$work/$b/backing" "${opts[@]}")
+		at_exit losetup -d "${dev[$b,loopfs]}"
+		meta "dio_loopfs_$b" "$(dio_state "${dev[$b,loopfs]}")"
+	fi
+	dev[$b,raw]=$work/$b/backing
+done
+
+targets=(stock loopfs raw)
+t0=$(date +%s)
+for ((r = 1; r <= rounds; r++)); do
+	for b in "${backings[@]}"; do
+		for w in "${workloads[@]}"; do
+			for ((k = 0; k < 3; k++)); do
+				t=${targets[(k + r - 1) % 3]}
+				[ -n "${dev[$b,$t]:-}" ] || continue
+				direct=1
+				# tmpfs takes O_DIRECT only from 6.6 on: the raw tmpfs
+				# file is read through the page cache on every kernel.
+				[ "$b,$t" = tmpfs,raw ] && direct=0
+				if res=$(fio_run "${dev[$b,$t]}" "$w" "$direct"); then
+					echo "$b,$w,$t,$r,${res% *},${res#* }" >> "$out/data.csv"
+				else
+					log "fio failed: $b $w $t round $r"
+					echo "$b,$w,$t,$r,NA,NA" >> "$out/data.csv"
+				fi
+			done
+		done
+	done
+	log "round $r/$rounds done ($(($(date +%s) - t0)) s)"
+done
+meta data_path_s $(($(date +%s) - t0))
+
+# --------------------------------------------------------- control path
+# create + configure + clear + remove cycles, first with (almost) nothing
+# else existing, then with DEVICES more devices spread over INSTANCES
+# loopfs instances (and DEVICES more stock devices).
+t0=$(date +%s)
+ctlfile=$work/tmpfs/ctl-backing
+dd if=/dev/zero of="$ctlfile" bs=1M count=1 status=none
+lfsctl=
+if [ -n "$have_loopfs" ]; then
+	mkdir -p "$work/ctl0"
+	mount -t loop loop "$work/ctl0"
+	at_exit umount "$work/ctl0"
+	lfsctl=$work/ctl0
+	"$loopctl" add "$lfsctl/loop-control" > /dev/null	# the "1 existing device"
+fi
+
+count_stock() { find /sys/block -maxdepth 1 -name 'loop[0-9]*' | wc -l; }
+count_loopfs() { find /sys/block -maxdepth 1 -name 'loopfs*' | wc -l; }
+
+ctl_measure() { # STATE ROUND
+	local t line ndev ninst
+	for t in stock loopfs; do
+		case $t in
+		stock) line=$("$loopctl" cycles /dev/loop-control /dev/loop%d "$ctlfile" "$cycles")
+			ndev=$(count_stock) ninst=1 ;;
+		loopfs) [ -n "$lfsctl" ] || continue
+			line=$("$loopctl" cycles "$lfsctl/loop-control" "$lfsctl/loop%d" "$ctlfile" "$cycles")
+			ndev=$(count_loopfs) ninst=$(grep -c ' - loop ' /proc/self/mountinfo) ;;
+		esac
+		echo "$line" | awk -v t=$t -v s="$1" -v d="$ndev" -v i="$ninst" -v r="$2" '{
+			for (f = 1; f <= NF; f++) { split($f, kv, "="); v[kv[1]] = kv[2] }
+			printf "%s,%s,%d,%d,%d,%s,%s,%s,%s\n", t, s, d, i, r,
+				v["per_s"], v["median_us"], v["p25_us"], v["p75_us"] }' >> "$out/ctl.csv"
+	done
+}
+
+ctl_rounds=$rounds
+for ((r = 1; r <= ctl_rounds; r++)); do ctl_measure few "$r"; done
+
+# populate: DEVICES more stock devices, and DEVICES loopfs devices over
+# INSTANCES instances (the measuring instance included).
+tp=$(date +%s)
+mapfile -t stock_added < <("$loopctl" populate /dev/loop-control "$devices")
+at_exit '"$loopctl" remove /dev/loop-control "${stock_added[@]}" 2>/dev/null'
+if [ -n "$lfsctl" ]; then
+	per=$((devices / instances))
+	"$loopctl" populate "$lfsctl/loop-control" $((per - 1)) > /dev/null
+	if [ -w /proc/sys/user/max_loop_devices ]; then
+		old_max=$(cat /proc/sys/user/max_loop_devices)
+		[ "$old_max" -ge $((devices + 64)) ] || echo $((devices + 64)) > /proc/sys/user/max_loop_devices
+		at_exit "echo $old_max > /proc/sys/user/max_loop_devices"
+	fi
+	for ((i = 1; i < instances; i++)); do
+		mkdir -p "$work/inst/$i"
+		mount -t loop loop "$work/inst/$i"
+		at_exit umount "$work/inst/$i"
+		"$loopctl" populate "$work/inst/$i/loop-control" "$per" > /dev/null
+	done
+fi
+meta populate_s $(($(date +%s) - tp))
+for ((r = 1; r <= ctl_rounds; r++)); do ctl_measure many "$r"; done
+meta control_path_s $(($(date +%s) - t0))
+log "done: $out"
