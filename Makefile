@@ -1,0 +1,128 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# loopfs: build, package and test.  The module's object list lives in Kbuild;
+# this file only drives kbuild, the test builds, DKMS and the QEMU harness.
+#
+#   make [KVER=<kver>|KDIR=<dir>]  build loopfs.ko in place
+#   make modules-all               build for every supported kernel in .build/<kver>/, -Werror
+#   make tests-build               build the userspace tests into .build/tests/
+#   make check [SUITES=...] [KERNELS=...]   everything, in QEMU guests (see README.md)
+#   make demo                      boot a 6.1 guest and show loopfs at work
+#   make deps                      apt-get install what all of the above needs
+#   make dkms-install | dkms-remove
+#   make clean
+
+.DEFAULT_GOAL := all
+
+KVER ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD := $(CURDIR)/.build
+HARNESS := $(CURDIR)/tests/harness
+
+# The package version has one home: dkms.conf.
+VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' dkms.conf)
+
+# Files a DKMS source tree needs (everything kbuild reads plus this Makefile).
+MODULE_SRCS = Kbuild $(wildcard *.c *.h)
+
+.PHONY: all modules modules-all tests-build tools-build deps check demo clean \
+	dkms-install dkms-remove
+
+all: modules
+
+modules:
+	@if [ ! -d "$(KDIR)" ]; then \
+		echo "No kernel build tree at $(KDIR)."; \
+		echo "Install linux-headers-$(KVER), or pass KVER=<version> or KDIR=<dir>."; \
+		exit 1; \
+	fi
+	$(MAKE) -C $(KDIR) M=$(CURDIR) modules
+
+# Each kernel gets its own copy of the sources so that builds never share
+# objects; warnings are errors here (this is what CI and guests use).
+modules-all:
+	@kvers="$$($(HARNESS)/kvers.sh all)"; \
+	if [ -z "$$kvers" ]; then \
+		echo "modules-all: no supported kernel headers found (run 'make deps')"; \
+		exit 1; \
+	fi; \
+	for k in $$kvers; do \
+		$(HARNESS)/build-module.sh "$$k" || exit 1; \
+	done
+
+# --- userspace tests -------------------------------------------------------
+
+KSELFTEST := $(BUILD)/kselftest
+KSRC_TARBALL := /usr/src/linux-source-6.1.tar.xz
+SELFTEST_SRCS = $(wildcard tests/selftests/*.c)
+SELFTEST_HDRS = $(wildcard tests/selftests/*.h)
+SELFTEST_BINS = $(patsubst tests/selftests/%.c,$(BUILD)/tests/selftests/%,$(SELFTEST_SRCS))
+SELFTEST_CFLAGS = -O2 -Wall -Werror -D_GNU_SOURCE -I$(KSELFTEST) -Itests/selftests -pthread
+SELFTEST_LDLIBS = -pthread
+
+# The tests helper may add flags or libraries here (e.g. SELFTEST_LDLIBS += -lseccomp).
+-include tests/selftests/selftests.mk
+
+tests-build: $(SELFTEST_BINS) tools-build
+
+$(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:
+	@mkdir -p $(KSELFTEST)
+	tar -xJf $(KSRC_TARBALL) -C $(KSELFTEST) --strip-components=4 \
+		linux-source-6.1/tools/testing/selftests/kselftest_harness.h \
+		linux-source-6.1/tools/testing/selftests/kselftest.h
+	@touch $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h
+
+$(BUILD)/tests/selftests/%: tests/selftests/%.c $(SELFTEST_HDRS) \
+		$(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h
+	@mkdir -p $(@D)
+	gcc $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS)
+
+tools-build:
+	@if [ -f tools/Makefile ]; then $(MAKE) -C tools; fi
+
+# --- machine set-up ------------------------------------------------------
+
+deps:
+	@$(HARNESS)/deps.sh
+
+# --- the two commands ------------------------------------------------------
+
+check:
+	@MAKE="$(MAKE)" $(HARNESS)/check.sh
+
+demo:
+	@MAKE="$(MAKE)" $(HARNESS)/demo.sh
+
+# --- DKMS --------------------------------------------------------------------
+
+DKMS_KVERS ?= $(shell $(HARNESS)/kvers.sh all 2>/dev/null)
+DKMS_SRC = /usr/src/loopfs-$(VERSION)
+
+dkms-install:
+	@test -n "$(VERSION)" || { echo "dkms.conf has no PACKAGE_VERSION"; exit 1; }
+	-dkms remove -m loopfs -v $(VERSION) --all >/dev/null 2>&1
+	rm -rf $(DKMS_SRC)
+	mkdir -p $(DKMS_SRC)
+	cp -p Makefile dkms.conf $(MODULE_SRCS) $(DKMS_SRC)/
+	dkms add -m loopfs -v $(VERSION)
+	@for k in $(DKMS_KVERS); do \
+		echo "dkms install loopfs/$(VERSION) for $$k"; \
+		dkms build -m loopfs -v $(VERSION) -k "$$k" && \
+		dkms install -m loopfs -v $(VERSION) -k "$$k" || exit 1; \
+	done
+
+dkms-remove:
+	@test -n "$(VERSION)" || { echo "dkms.conf has no PACKAGE_VERSION"; exit 1; }
+	-dkms remove -m loopfs -v $(VERSION) --all
+	rm -rf $(DKMS_SRC)
+
+# --- cleaning ----------------------------------------------------------------
+
+clean:
+	rm -rf $(BUILD)
+	rm -rf *.o *.ko *.mod *.mod.c *.mod.o .*.cmd *.o.d .*.o.d *.symvers *.order \
+		.tmp_versions .cache.mk .module-common.o *.dwo
+	@if [ -f tools/Makefile ]; then $(MAKE) -C tools clean; fi
+
+# The bench helper adds 'make bench' here.
+-include bench/bench.mk
