@@ -1,0 +1,135 @@
+#!/bin/bash
+# Guest side of the test harness: runs as PID 1 after switch_root (see
+# tests/harness/guest-init).  Loads the stock loop driver and loopfs.ko, runs
+# every suite in $SUITES with its own timeout and a fresh scratch dir, checks
+# dmesg after each, writes TAP and a summary to $LOOPFS_RESULTS, powers off.
+#
+# Per suite, $LOOPFS_RESULTS/NN-name.{tap,result} and on trouble .dmesg;
+# at the end $LOOPFS_RESULTS/summary: "passed failed skipped kernel_log_failures".
+set -uo pipefail
+
+R=${LOOPFS_RESULTS:?}
+HARNESS=$LOOPFS_SRC/tests/harness
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
+export LOOPFS_UNPRIV_UID=${LOOPFS_UNPRIV_UID:-1000}
+export LOOPFS_SRC LOOPFS_BUILD LOOPFS_KO LOOPFS_KVER LOOPFS_QUICK
+
+total_pass=0 total_fail=0 total_skip=0 klog_fail=0
+
+say() { echo "loopfs-runner: $*"; }
+
+finish() {
+	echo "$total_pass $total_fail $total_skip $klog_fail" >"$R/summary"
+	say "done: $total_pass passed, $total_fail failed, $total_skip skipped"
+	sync
+	busybox poweroff -f
+	sleep 60
+}
+
+# dmesg lines after the first $1 ones
+dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
+
+# A fatal set-up problem: one failure, nothing else runs.
+setup_fail() {
+	say "SETUP FAILED: $*"
+	echo "not ok - setup: $*" >"$R/00-setup.tap"
+	echo "0 1 0 0 setup: $*" >"$R/00-setup.result"
+	total_fail=$((total_fail + 1))
+	finish
+}
+
+module_loaded() { grep -q "^$1 " /proc/modules; }
+
+load_modules() {
+	module_loaded loop || modprobe loop || return 1
+	module_loaded loopfs || insmod "$LOOPFS_KO" || return 1
+}
+
+# timeout for one suite: "# loopfs-timeout: N" near the top of a script, else default
+suite_timeout() {
+	local t
+	t=$(head -n 20 "$1" 2>/dev/null | grep -a -m1 -oE 'loopfs-timeout: *[0-9]+' | grep -oE '[0-9]+')
+	echo "${t:-$SUITE_TIMEOUT}"
+}
+
+run_suite() {
+	local idx=$1 suite=$2 name tag t scratch start rc secs
+	local plan pass fail skip ran notes="" sfail=0 lines
+	name=${suite#"$LOOPFS_SRC"/}
+	tag=$(printf '%02d-%s' "$idx" "$(echo "$name" | tr '/' '_')")
+	t=$(suite_timeout "$suite")
+	echo "$name" >"$R/progress"
+	sync
+	say "RUN $name (timeout ${t}s)"
+
+	lines=$(dmesg | wc -l)
+	scratch=$(mktemp -d /tmp/suite.XXXXXX)
+	start=$(date +%s)
+	(cd "$scratch" && exec timeout -k 10 "$t" "$suite") >"$R/$tag.tap" 2>&1 </dev/null
+	rc=$?
+	secs=$(($(date +%s) - start))
+	cd /
+	rm -rf --one-file-system "$scratch" 2>/dev/null
+
+	plan=$(grep -m1 -oE '^1\.\.[0-9]+' "$R/$tag.tap" | cut -d. -f3)
+	pass=$(grep -cE '^ok( |$)' "$R/$tag.tap")
+	fail=$(grep -cE '^not ok( |$)' "$R/$tag.tap")
+	skip=$(grep -ciE '^ok( .*)?#[[:space:]]*skip' "$R/$tag.tap")
+	pass=$((pass - skip))
+	ran=$((pass + fail + skip))
+
+	if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		notes+=" timed out after ${t}s;"; sfail=1
+	elif [ -z "$plan" ]; then
+		notes+=" no TAP plan (exit $rc);"; sfail=1
+	elif [ "$plan" -eq 0 ] && [ "$ran" -eq 0 ]; then
+		# "1..0 # SKIP reason": the whole suite is skipped
+		skip=1
+		notes+=" skipped: $(grep -m1 -E '^1\.\.0' "$R/$tag.tap");"
+	elif [ "$plan" -ne "$ran" ]; then
+		notes+=" planned $plan, ran $ran;"; sfail=1
+	elif [ "$rc" -ne 0 ] && [ "$rc" -ne 4 ] && [ "$fail" -eq 0 ]; then
+		notes+=" exit status $rc with no failed test;"; sfail=1
+	fi
+
+	if dmesg_since "$lines" >"$R/$tag.dmesg" && "$HARNESS/logscan.sh" "$R/$tag.dmesg"; then
+		notes+=" kernel log problem (see $tag.dmesg);"; sfail=$((sfail + 1))
+		klog_fail=$((klog_fail + 1))
+	else
+		rm -f "$R/$tag.dmesg"
+	fi
+
+	if ! module_loaded loopfs || ! module_loaded loop; then
+		notes+=" left loop/loopfs unloaded;"; sfail=$((sfail + 1))
+		load_modules || setup_fail "cannot reload modules after $name"
+	fi
+
+	fail=$((fail + sfail))
+	echo "$pass $fail $skip $secs$notes" >"$R/$tag.result"
+	total_pass=$((total_pass + pass))
+	total_fail=$((total_fail + fail))
+	total_skip=$((total_skip + skip))
+	say "END $name: $pass passed, $fail failed, $skip skipped (${secs}s)$notes"
+}
+
+main() {
+	say "start at $(cut -d' ' -f1 /proc/uptime)s on $(uname -r)"
+	lines=$(dmesg | wc -l)
+	load_modules || setup_fail "cannot load loop and $LOOPFS_KO"
+	unshare -Ur true || setup_fail "user namespaces cannot be created"
+	if dmesg_since "$lines" >"$R/00-setup.dmesg" && "$HARNESS/logscan.sh" "$R/00-setup.dmesg"; then
+		klog_fail=$((klog_fail + 1))
+		setup_fail "kernel log problem while loading modules"
+	fi
+	rm -f "$R/00-setup.dmesg"
+
+	local i=0 s
+	for s in $SUITES; do
+		i=$((i + 1))
+		run_suite "$i" "$s"
+	done
+	rm -f "$R/progress"
+	finish
+}
+
+main

@@ -1,0 +1,210 @@
+#!/bin/bash
+# run-guest.sh [--demo] KVER [SUITE...]
+#
+# Boot /boot/vmlinuz-KVER in QEMU with the host's root shared read-only over
+# 9p, load loop + .build/KVER/loopfs.ko in the guest and run the suites (or,
+# with --demo, tests/guest/demo.sh).  Prints one line per suite and the
+# guest's totals; writes "passed failed skipped" to .build/results/KVER/totals.
+# Exit status 0 only if everything passed and the kernel log is clean.
+#
+# Environment: SUITES (default: every suite, see list_suites), LOOPFS_QUICK,
+# SUITE_TIMEOUT (per suite, default 300 s), GUEST_TIMEOUT (whole boot, default
+# 1500 s), GUEST_MEM (MiB, default 2048), GUEST_ACCEL (tcg|kvm|auto, default auto),
+# GUEST_CMDLINE_EXTRA (appended to the kernel command line).
+set -euo pipefail
+
+demo=0
+if [ "${1:-}" = --demo ]; then
+	demo=1
+	shift
+fi
+kver=${1:?usage: run-guest.sh [--demo] KVER [SUITE...]}
+shift
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+build=$src/.build
+res=$build/results/$kver
+ko=$build/$kver/loopfs.ko
+kernel=/boot/vmlinuz-$kver
+initrd=$build/initramfs/$kver.cpio
+log=$build/results/$kver.serial.log
+
+GUEST_TIMEOUT=${GUEST_TIMEOUT:-1500}
+GUEST_MEM=${GUEST_MEM:-2048}
+
+die() { echo "run-guest: $*" >&2; exit 1; }
+[ -r "$kernel" ] || die "no kernel $kernel"
+[ -f "$ko" ] || die "no module $ko (run 'make modules-all')"
+
+# Suites: explicit arguments, else $SUITES (words, globs allowed, relative to
+# the repo), else all of them.  tests/selftests/foo.c means its binary.
+list_suites() {
+	local pats=("$@") p f
+	if [ ${#pats[@]} -eq 0 ]; then
+		pats=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
+			tests/fuzz/'*.sh' tests/tools/'*.sh')
+	fi
+	for p in "${pats[@]}"; do
+		case $p in
+		tests/selftests/*.c) p=.build/tests/selftests/$(basename "$p" .c) ;;
+		esac
+		[ "${p#/}" = "$p" ] && p=$src/$p
+		for f in $p; do
+			if [ -f "$f" ] && [ -x "$f" ]; then
+				echo "$f"
+			fi
+		done
+	done
+}
+
+if [ "$demo" -eq 1 ]; then
+	suites=""
+	cmd=$src/tests/guest/demo.sh
+else
+	# shellcheck disable=SC2086
+	suites=$(list_suites "$@" ${SUITES:-})
+	cmd=$src/tests/guest/run-suites.sh
+	if [ -z "$suites" ]; then
+		echo "run-guest: no suites selected (SUITES='${SUITES:-}')" >&2
+	fi
+fi
+
+# Rebuild the initramfs when the kernel, busybox or the harness changed.
+if [ ! -s "$initrd" ] || [ "$initrd" -ot "$here/guest-init" ] ||
+	[ "$initrd" -ot "$here/mkinitramfs.sh" ] || [ "$initrd" -ot "$kernel" ]; then
+	"$here/mkinitramfs.sh" "$kver" "$initrd"
+fi
+
+rm -rf "$res" "$log"
+mkdir -p "$res"
+{
+	printf 'export LOOPFS_SRC=%q\n' "$src"
+	printf 'export LOOPFS_BUILD=%q\n' "$build"
+	printf 'export LOOPFS_KO=%q\n' "$ko"
+	printf 'export LOOPFS_KVER=%q\n' "$kver"
+	printf 'export LOOPFS_QUICK=%q\n' "${LOOPFS_QUICK:-}"
+	printf 'export LOOPFS_UNPRIV_UID=1000\n'
+	printf 'export LOOPFS_RESULTS=/run/loopfs-results\n'
+	printf 'export SUITE_TIMEOUT=%q\n' "${SUITE_TIMEOUT:-300}"
+	printf 'export SUITES=%q\n' "$(echo $suites)"
+	printf 'GUEST_CMD=%q\n' "$cmd"
+} >"$res/guest.env"
+
+# KVM only if it really boots a kernel here (nested KVM is often broken);
+# the answer is cached for this build tree.
+accel=${GUEST_ACCEL:-auto}
+if [ "$accel" = auto ]; then
+	if [ -s "$build/accel" ]; then
+		accel=$(cat "$build/accel")
+	else
+		accel=tcg
+		if [ -w /dev/kvm ] && timeout 10 qemu-system-x86_64 -accel kvm -m 256 \
+			-nodefaults -no-user-config -display none -serial stdio -no-reboot \
+			-kernel "$kernel" -append "console=ttyS0 panic=-1" 2>/dev/null |
+			grep -q -m1 'Kernel panic'; then
+			accel=kvm
+		fi
+		echo "$accel" >"$build/accel"
+	fi
+fi
+
+cmdline="console=ttyS0 panic_on_warn=1 oops=panic panic=-1 softlockup_panic=1"
+cmdline+=" hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=90"
+cmdline+=" log_buf_len=4M no_timer_check tsc=reliable 8250.nr_uarts=1"
+cmdline+=" ${GUEST_CMDLINE_EXTRA:-}"
+cpu=max
+[ "$accel" = kvm ] && cpu=host
+
+qemu=(qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$GUEST_MEM"
+	-nodefaults -no-user-config -nographic -monitor none -serial "file:$log"
+	-no-reboot -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
+	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
+	-virtfs "local,path=$src,mount_tag=repo,security_model=none,readonly=on,multidevs=remap"
+	-virtfs "local,path=$res,mount_tag=results,security_model=none"
+)
+
+echo "run-guest: booting $kver ($accel, timeout ${GUEST_TIMEOUT}s), serial log $log"
+start=$(date +%s)
+rc=0
+if [ "$demo" -eq 1 ]; then
+	# Show the guest console live (from the demo's own output on).
+	timeout -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null &
+	qpid=$!
+	while [ ! -e "$log" ] && kill -0 "$qpid" 2>/dev/null; do sleep 0.2; done
+	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -n '/^=== loopfs demo/,$p' || true
+	wait "$qpid" || rc=$?
+else
+	timeout -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
+fi
+secs=$(($(date +%s) - start))
+
+fail=0 pass=0 skip=0 klog=0
+problems=()
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+	problems+=("guest killed after the ${GUEST_TIMEOUT}s timeout")
+elif [ "$rc" -ne 0 ]; then
+	problems+=("qemu exited with status $rc")
+fi
+
+# Per-suite lines (the demo writes none).
+for r in "$res"/*.result; do
+	[ -e "$r" ] || continue
+	t=${r##*/}
+	t=${t%.result}
+	read -r p f s sec notes <"$r" || true
+	name=${t#[0-9][0-9]-}
+	status=PASS
+	[ "$f" -eq 0 ] || status=FAIL
+	printf '  %-4s %-50s %3d passed, %d failed, %d skipped (%ss)%s\n' \
+		"$status" "${name//_//}" "$p" "$f" "$s" "$sec" "${notes:+ -$notes}"
+	if [ "$f" -ne 0 ] && [ -f "$res/$t.tap" ]; then
+		grep -E '^not ok' "$res/$t.tap" | sed 's/^/         /' | head -n 20
+	fi
+	[ -f "$res/$t.dmesg" ] && sed 's/^/         /' "$res/$t.dmesg" | head -n 60
+done
+
+if [ -s "$res/summary" ]; then
+	read -r pass fail skip klog <"$res/summary"
+elif [ "$demo" -eq 1 ] && [ -s "$res/demo.status" ]; then
+	read -r demo_rc <"$res/demo.status"
+	[ "$demo_rc" -eq 0 ] || problems+=("demo script failed (status $demo_rc)")
+else
+	where=""
+	[ -s "$res/progress" ] && where=" during $(cat "$res/progress")"
+	problems+=("guest did not finish$where")
+	# Count what the finished suites reported.
+	for r in "$res"/*.result; do
+		[ -e "$r" ] || continue
+		read -r p f s _ <"$r" || true
+		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
+	done
+fi
+
+# The whole serial log, whatever the guest reported.  A splat the guest
+# already counted (klog) is not counted twice.
+if excerpt=$("$here/logscan.sh" "$log"); then
+	echo "$excerpt"
+	[ "$klog" -gt 0 ] || problems+=("kernel log shows a WARNING/BUG/Oops/lockdep/hung task/panic")
+fi
+
+if [ ${#problems[@]} -gt 0 ]; then
+	for p in "${problems[@]}"; do
+		echo "  FAIL $p"
+	done
+	fail=$((fail + ${#problems[@]}))
+	echo "---- last 40 lines of $log ----"
+	tail -n 40 "$log" 2>/dev/null || true
+	echo "----"
+fi
+
+if [ "$demo" -eq 0 ] && [ -z "$suites" ]; then
+	fail=$((fail + 1))
+	echo "  FAIL no suites to run"
+fi
+
+echo "$pass $fail $skip $secs" >"$build/results/$kver.totals"
+boot=$(grep -m1 -oE 'loopfs-runner: start at [0-9.]+s' "$log" 2>/dev/null | grep -oE '[0-9.]+s$' || true)
+printf '%s: %d passed, %d failed, %d skipped (%ds wall, guest userland up at %s)\n' \
+	"$kver" "$pass" "$fail" "$skip" "$secs" "${boot:-?}"
+[ "$fail" -eq 0 ]
