@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopfs instances: every mount is an independent instance with its own
+ * loop-control and device numbering, bind mounts share one, the root
+ * directory holds only loop-control and loop<N> and refuses anything else.
+ */
+#define _GNU_SOURCE
+#include <sys/statfs.h>
+#include "loopfs_util.h"
+#include "kselftest_harness.h"
+
+FIXTURE(inst) {
+	char a[PATH_MAX];
+	char b[PATH_MAX];
+	int ctl_a;
+	int ctl_b;
+};
+
+FIXTURE_SETUP(inst)
+{
+	char base[PATH_MAX];
+
+	ASSERT_EQ(0, private_mntns());
+	ASSERT_NE(NULL, scratch_dir(base, sizeof(base), "inst"));
+	snprintf(self->a, sizeof(self->a), "%s/a", base);
+	snprintf(self->b, sizeof(self->b), "%s/b", base);
+	ASSERT_EQ(0, lfs_mount(self->a, NULL));
+	ASSERT_EQ(0, lfs_mount(self->b, NULL));
+	self->ctl_a = lfs_ctl(self->a);
+	ASSERT_LE(0, self->ctl_a);
+	self->ctl_b = lfs_ctl(self->b);
+	ASSERT_LE(0, self->ctl_b);
+}
+
+FIXTURE_TEARDOWN(inst)
+{
+	close(self->ctl_a);
+	close(self->ctl_b);
+	umount2(self->a, MNT_DETACH);
+	umount2(self->b, MNT_DETACH);
+}
+
+TEST_F(inst, two_mounts_each_get_loop0_from_get_free)
+{
+	struct stat sa, sb;
+	char p[PATH_MAX];
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_GET_FREE)));
+	ASSERT_EQ(0, R(ioctl(self->ctl_b, LOOP_CTL_GET_FREE)));
+	lfs_devpath(p, sizeof(p), self->a, 0);
+	ASSERT_EQ(0, stat(p, &sa));
+	lfs_devpath(p, sizeof(p), self->b, 0);
+	ASSERT_EQ(0, stat(p, &sb));
+	ASSERT_TRUE(S_ISBLK(sa.st_mode));
+	ASSERT_TRUE(S_ISBLK(sb.st_mode));
+	/* Same name, different devices. */
+	ASSERT_NE(sa.st_rdev, sb.st_rdev);
+	/* Different superblocks. */
+	ASSERT_EQ(0, stat(self->a, &sa));
+	ASSERT_EQ(0, stat(self->b, &sb));
+	ASSERT_NE(sa.st_dev, sb.st_dev);
+}
+
+TEST_F(inst, device_of_one_instance_is_invisible_in_the_other)
+{
+	ASSERT_EQ(3, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 3)));
+	ASSERT_TRUE(path_exists("%s/loop3", self->a));
+	ASSERT_FALSE(path_exists("%s/loop3", self->b));
+	/* b has no loop3: REMOVE says so and leaves a's device alone. */
+	ASSERT_EQ(-ENODEV, R(ioctl(self->ctl_b, LOOP_CTL_REMOVE, 3)));
+	ASSERT_TRUE(path_exists("%s/loop3", self->a));
+	/* b can create its own loop3 independently. */
+	ASSERT_EQ(3, R(ioctl(self->ctl_b, LOOP_CTL_ADD, 3)));
+	/* GET_FREE in b returns b's own device, not a's. */
+	ASSERT_EQ(3, R(ioctl(self->ctl_b, LOOP_CTL_GET_FREE)));
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_REMOVE, 3)));
+	ASSERT_FALSE(path_exists("%s/loop3", self->a));
+	ASSERT_TRUE(path_exists("%s/loop3", self->b));
+}
+
+TEST_F(inst, same_source_string_still_gives_a_new_instance)
+{
+	char c[PATH_MAX], d[PATH_MAX];
+	int cc, cd;
+
+	snprintf(c, sizeof(c), "%s.c", self->a);
+	snprintf(d, sizeof(d), "%s.d", self->a);
+	ASSERT_EQ(0, mkdir(c, 0755));
+	ASSERT_EQ(0, mkdir(d, 0755));
+	ASSERT_EQ(0, mount("shared-name", c, "loop", 0, NULL));
+	ASSERT_EQ(0, mount("shared-name", d, "loop", 0, NULL));
+	cc = lfs_ctl(c);
+	cd = lfs_ctl(d);
+	ASSERT_LE(0, cc);
+	ASSERT_LE(0, cd);
+	ASSERT_EQ(0, R(ioctl(cc, LOOP_CTL_ADD, 0)));
+	ASSERT_EQ(0, R(ioctl(cd, LOOP_CTL_ADD, 0)));
+	close(cc);
+	close(cd);
+}
+
+TEST_F(inst, bind_mount_shares_the_instance)
+{
+	char c[PATH_MAX];
+	struct stat s1, s2;
+	int cc;
+
+	snprintf(c, sizeof(c), "%s.bind", self->a);
+	ASSERT_EQ(0, mkdir(c, 0755));
+	ASSERT_EQ(0, mount(self->a, c, NULL, MS_BIND, NULL));
+	ASSERT_EQ(2, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 2)));
+	ASSERT_TRUE(path_exists("%s/loop2", c));
+	ASSERT_EQ(0, stat(c, &s1));
+	ASSERT_EQ(0, stat(self->a, &s2));
+	ASSERT_EQ(s1.st_dev, s2.st_dev);
+	cc = lfs_ctl(c);
+	ASSERT_LE(0, cc);
+	ASSERT_EQ(-EEXIST, R(ioctl(cc, LOOP_CTL_ADD, 2)));
+	ASSERT_EQ(2, R(ioctl(cc, LOOP_CTL_GET_FREE)));
+	ASSERT_EQ(0, R(ioctl(cc, LOOP_CTL_REMOVE, 2)));
+	ASSERT_FALSE(path_exists("%s/loop2", self->a));
+	close(cc);
+}
+
+TEST_F(inst, root_dir_holds_only_loop_control_with_right_modes_and_owner)
+{
+	struct stat st;
+	struct dirent *de;
+	char p[PATH_MAX];
+	int n = 0;
+	DIR *d;
+
+	ASSERT_EQ(0, stat(self->a, &st));
+	ASSERT_TRUE(S_ISDIR(st.st_mode));
+	ASSERT_EQ(0755, st.st_mode & 07777);
+	ASSERT_EQ(0, st.st_uid);
+	ASSERT_EQ(0, st.st_gid);
+
+	snprintf(p, sizeof(p), "%s/loop-control", self->a);
+	ASSERT_EQ(0, stat(p, &st));
+	ASSERT_TRUE(S_ISCHR(st.st_mode));
+	ASSERT_EQ(0600, st.st_mode & 07777);
+	ASSERT_EQ(0, st.st_uid);
+	ASSERT_EQ(0, st.st_gid);
+
+	d = opendir(self->a);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		EXPECT_STREQ("loop-control", de->d_name);
+		n++;
+	}
+	closedir(d);
+	ASSERT_EQ(1, n);
+}
+
+TEST_F(inst, device_nodes_are_block_0600_root_on_our_major)
+{
+	struct stat s0, s5;
+	char p[PATH_MAX];
+	int maj = loopfs_block_major();
+
+	ASSERT_LT(0, maj);
+	ASSERT_NE(STOCK_LOOP_MAJOR, maj);
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	ASSERT_EQ(5, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 5)));
+	lfs_devpath(p, sizeof(p), self->a, 0);
+	ASSERT_EQ(0, stat(p, &s0));
+	lfs_devpath(p, sizeof(p), self->a, 5);
+	ASSERT_EQ(0, stat(p, &s5));
+	ASSERT_TRUE(S_ISBLK(s0.st_mode));
+	ASSERT_TRUE(S_ISBLK(s5.st_mode));
+	ASSERT_EQ(0600, s0.st_mode & 07777);
+	ASSERT_EQ(0600, s5.st_mode & 07777);
+	ASSERT_EQ(0, s0.st_uid);
+	ASSERT_EQ(0, s0.st_gid);
+	ASSERT_EQ(maj, major(s0.st_rdev));
+	ASSERT_EQ(maj, major(s5.st_rdev));
+	ASSERT_NE(s0.st_rdev, s5.st_rdev);
+	/* 16 minors per device: partitions of loop0 fit under it. */
+	ASSERT_EQ(0, minor(s0.st_rdev) % 16);
+	ASSERT_EQ(0, minor(s5.st_rdev) % 16);
+}
+
+TEST_F(inst, readdir_lists_devices_in_the_instance)
+{
+	struct dirent *de;
+	int seen = 0;
+	DIR *d;
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	ASSERT_EQ(7, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 7)));
+	d = opendir(self->a);
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, "loop0"))
+			seen |= 1;
+		else if (!strcmp(de->d_name, "loop7"))
+			seen |= 2;
+		else if (!strcmp(de->d_name, "loop-control"))
+			seen |= 4;
+		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			seen |= 8;
+	}
+	closedir(d);
+	ASSERT_EQ(7, seen);
+}
+
+TEST_F(inst, creating_files_dirs_symlinks_nodes_in_root_fails_eperm)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/newfile", self->a);
+	fd = open(p, O_CREAT | O_RDWR, 0600);
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-EPERM, R(mkdir(p, 0755)));
+	EXPECT_EQ(-EPERM, R(symlink("/etc/passwd", p)));
+	EXPECT_EQ(-EPERM, R(mknod(p, S_IFIFO | 0600, 0)));
+	EXPECT_EQ(-EPERM, R(mknod(p, S_IFREG | 0600, 0)));
+	EXPECT_EQ(-EPERM, R(mknod(p, S_IFBLK | 0600, makedev(7, 0))));
+	EXPECT_EQ(-EPERM, R(mknod(p, S_IFCHR | 0600, makedev(1, 3))));
+	/* A node that looks like a device of ours cannot be made by hand. */
+	snprintf(q, sizeof(q), "%s/loop9", self->a);
+	EXPECT_EQ(-EPERM, R(mknod(q, S_IFBLK | 0600,
+				  makedev(loopfs_block_major(), 144))));
+	snprintf(q, sizeof(q), "%s/loop-control", self->a);
+	EXPECT_EQ(-EPERM, R(link(q, p)));
+	ASSERT_FALSE(path_exists("%s", p));
+	ASSERT_FALSE(path_exists("%s/loop9", self->a));
+}
+
+TEST_F(inst, statfs_reports_loopfs_magic)
+{
+	struct statfs sfs;
+
+	ASSERT_EQ(0, statfs(self->a, &sfs));
+	ASSERT_EQ(LOOPFS_SUPER_MAGIC, (unsigned long)sfs.f_type);
+	ASSERT_EQ(0, statfs(self->b, &sfs));
+	ASSERT_EQ(LOOPFS_SUPER_MAGIC, (unsigned long)sfs.f_type);
+}
+
+/* Find @dir in /proc/self/mountinfo; copy the fs type and super options. */
+static int mountinfo_find(const char *dir, char *type, size_t tlen,
+			  char *sopts, size_t slen)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char line[4096];
+	int found = 0;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char mp[PATH_MAX], fst[64], src[256], so[1024];
+		char *sep = strstr(line, " - ");
+
+		if (!sep || sscanf(line, "%*d %*d %*s %*s %4095s", mp) != 1)
+			continue;
+		if (strcmp(mp, dir))
+			continue;
+		if (sscanf(sep + 3, "%63s %255s %1023s", fst, src, so) != 3)
+			continue;
+		snprintf(type, tlen, "%s", fst);
+		snprintf(sopts, slen, "%s", so);
+		found = 1;
+	}
+	fclose(f);
+	return found ? 0 : -ENOENT;
+}
+
+TEST_F(inst, mountinfo_shows_type_loop)
+{
+	char type[64], so[1024];
+
+	ASSERT_EQ(0, mountinfo_find(self->a, type, sizeof(type), so, sizeof(so)));
+	ASSERT_STREQ("loop", type);
+}
+
+TEST_F(inst, loop_control_works_through_a_symlink)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	int fd;
+
+	snprintf(link, sizeof(link), "%s.ctl-link", self->a);
+	snprintf(target, sizeof(target), "%s/loop-control", self->a);
+	ASSERT_EQ(0, symlink(target, link));
+	fd = open(link, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, R(ioctl(fd, LOOP_CTL_GET_FREE)));
+	ASSERT_TRUE(path_exists("%s/loop0", self->a));
+	ASSERT_FALSE(path_exists("%s/loop0", self->b));
+	close(fd);
+}
+
+TEST_F(inst, loop_control_works_through_a_bind_mount_of_the_node)
+{
+	char file[PATH_MAX], target[PATH_MAX];
+	int fd;
+
+	snprintf(file, sizeof(file), "%s.ctl-bind", self->a);
+	snprintf(target, sizeof(target), "%s/loop-control", self->a);
+	fd = open(file, O_CREAT | O_RDWR, 0600);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, mount(target, file, NULL, MS_BIND, NULL));
+	fd = open(file, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(4, R(ioctl(fd, LOOP_CTL_ADD, 4)));
+	ASSERT_TRUE(path_exists("%s/loop4", self->a));
+	ASSERT_FALSE(path_exists("%s/loop4", self->b));
+	close(fd);
+}
+
+TEST_F(inst, device_node_works_through_a_symlink)
+{
+	char link[PATH_MAX], target[PATH_MAX];
+	int fd;
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	snprintf(link, sizeof(link), "%s.dev-link", self->a);
+	snprintf(target, sizeof(target), "%s/loop0", self->a);
+	ASSERT_EQ(0, symlink(target, link));
+	fd = open(link, O_RDWR);
+	ASSERT_LE(0, fd);
+	/* Unbound device: the loop ioctls answer as a loop device. */
+	ASSERT_EQ(-ENXIO, R(ioctl(fd, LOOP_CLR_FD)));
+	close(fd);
+}
+
+TEST_F(inst, sysfs_names_are_unique_start_with_loop_and_are_not_loopN)
+{
+	char pa[PATH_MAX], pb[PATH_MAX], na[256], nb[256], chk[300];
+	unsigned int id, idx;
+	char tail;
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	ASSERT_EQ(0, R(ioctl(self->ctl_b, LOOP_CTL_ADD, 0)));
+	lfs_devpath(pa, sizeof(pa), self->a, 0);
+	lfs_devpath(pb, sizeof(pb), self->b, 0);
+	ASSERT_EQ(0, disk_name_of(pa, na, sizeof(na)));
+	ASSERT_EQ(0, disk_name_of(pb, nb, sizeof(nb)));
+	TH_LOG("disk names: %s %s", na, nb);
+	ASSERT_STRNE(na, nb);
+	ASSERT_EQ(0, strncmp(na, "loop", 4));
+	/* Documented form loopfs<ID>-<N>, N the index in the instance. */
+	ASSERT_EQ(2, sscanf(na, "loopfs%u-%u%c", &id, &idx, &tail));
+	ASSERT_EQ(0, idx);
+	ASSERT_EQ(2, sscanf(nb, "loopfs%u-%u%c", &id, &idx, &tail));
+	snprintf(chk, sizeof(chk), "/sys/block/%s", na);
+	ASSERT_TRUE(path_exists("%s", chk));
+}
+
+TEST_F(inst, host_devtmpfs_node_is_root_only_and_no_loopN_node_is_ours)
+{
+	char p[PATH_MAX], name[256], hp[PATH_MAX];
+	struct stat st, hst;
+	struct dirent *de;
+	int maj = loopfs_block_major();
+	DIR *d;
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	lfs_devpath(p, sizeof(p), self->a, 0);
+	ASSERT_EQ(0, stat(p, &st));
+	ASSERT_EQ(0, disk_name_of(p, name, sizeof(name)));
+	snprintf(hp, sizeof(hp), "/dev/%s", name);
+	ASSERT_EQ(0, stat(hp, &hst));
+	ASSERT_TRUE(S_ISBLK(hst.st_mode));
+	ASSERT_EQ(st.st_rdev, hst.st_rdev);
+	ASSERT_EQ(0600, hst.st_mode & 07777);
+	ASSERT_EQ(0, hst.st_uid);
+
+	d = opendir("/dev");
+	ASSERT_NE(NULL, d);
+	while ((de = readdir(d))) {
+		char q[PATH_MAX];
+		unsigned int n;
+		char tail;
+
+		if (sscanf(de->d_name, "loop%u%c", &n, &tail) != 1)
+			continue;
+		snprintf(q, sizeof(q), "/dev/%s", de->d_name);
+		if (stat(q, &hst) || !S_ISBLK(hst.st_mode))
+			continue;
+		EXPECT_NE(maj, major(hst.st_rdev)) {
+			TH_LOG("%s carries the loopfs major", q);
+		}
+	}
+	closedir(d);
+}
+
+TEST_F(inst, stock_loop_control_keeps_working_beside_instances)
+{
+	char p[64];
+	struct stat st;
+	int sctl, n;
+
+	sctl = open("/dev/loop-control", O_RDWR);
+	ASSERT_LE(0, sctl);
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	n = ioctl(sctl, LOOP_CTL_GET_FREE);
+	ASSERT_LE(0, n);
+	snprintf(p, sizeof(p), "/dev/loop%d", n);
+	ASSERT_EQ(0, stat(p, &st));
+	ASSERT_EQ(STOCK_LOOP_MAJOR, major(st.st_rdev));
+	/* Our instance did not gain or lose anything. */
+	ASSERT_FALSE(path_exists("%s/loop%d", self->a, n ? n : 1));
+	ASSERT_TRUE(path_exists("%s/loop0", self->a));
+	close(sctl);
+}
+
+TEST_F(inst, umount_of_one_instance_leaves_the_other_intact)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_b, LOOP_CTL_ADD, 0)));
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	close(self->ctl_a);
+	self->ctl_a = -1;
+	ASSERT_EQ(0, umount(self->a));
+	lfs_devpath(p, sizeof(p), self->b, 0);
+	fd = open(p, O_RDWR);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(1, R(ioctl(self->ctl_b, LOOP_CTL_ADD, 1)));
+}
+
+TEST_HARNESS_MAIN
