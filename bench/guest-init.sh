@@ -7,6 +7,7 @@ export HOME=/root
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mkdir -p /dev/shm /dev/pts
+ln -sf /proc/self/fd /dev/fd
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 echo 1 > /proc/sys/kernel/sysrq
 R=/run/results

@@ -247,7 +247,8 @@ for ((r = 1; r <= ctl_rounds; r++)); do ctl_measure few "$r"; done
 # populate: DEVICES more stock devices, and DEVICES loopfs devices over
 # INSTANCES instances (the measuring instance included).
 tp=$(date +%s)
-mapfile -t stock_added < <("$loopctl" populate /dev/loop-control "$devices")
+"$loopctl" populate /dev/loop-control "$devices" > "$work/stock-added"
+mapfile -t stock_added < "$work/stock-added"
 at_exit '"$loopctl" remove /dev/loop-control "${stock_added[@]}" 2>/dev/null'
 if [ -n "$lfsctl" ]; then
 	per=$((devices / instances))

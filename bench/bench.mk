@@ -1,0 +1,19 @@
+# loopfs benchmark (issue 6), included by the top Makefile.
+#   make bench        full run on both kernels -> .build/bench/results-<kver>.{md,png}
+#   make bench-smoke  one tiny round on both kernels (make check runs bench/smoke.sh instead)
+#   make bench-build  the loop-control helper the guests use
+BENCH_DEPS ?= modules-all
+
+.PHONY: bench bench-smoke bench-build
+
+bench-build: .build/bench/loopctl
+
+.build/bench/loopctl: bench/loopctl.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -Wall -Wextra -Werror -o $@ $<
+
+bench: $(BENCH_DEPS) bench-build
+	bench/bench.sh
+
+bench-smoke: $(BENCH_DEPS) bench-build
+	bench/bench.sh --smoke
