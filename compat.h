@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * compat.h - the only place in loopfs that knows kernel API differences.
+ *
+ * Supported: Debian 12's 6.1 and the 6.12 backport. Debian's 6.1 carries
+ * some newer helpers, so every switch below is a feature probe made by
+ * Kbuild from the kernel headers (LOOPFS_HAVE_*), never a version number.
+ */
+#ifndef LOOPFS_COMPAT_H
+#define LOOPFS_COMPAT_H
+
+#include <linux/blkdev.h>
+#include <linux/blk-mq.h>
+#include <linux/fs.h>
+#include <linux/sysctl.h>
+
+/* Limits of a loop device, applied to its queue in one go. */
+struct compat_limits {
+	unsigned int block_size;	/* logical = physical = io_min */
+	unsigned int max_discard_sectors;	/* 0: no discard/zeroes */
+	unsigned int discard_granularity;
+	bool write_cache;
+	bool rotational;
+};
+
+/*
+ * block_device_operations: 6.5 replaced fmode_t with blk_mode_t, passes
+ * the gendisk to ->open and drops the mode from ->release.
+ * COMPAT_BDOPS_OPEN/RELEASE(fn) define fn_bdops() adapters around
+ * fn(struct gendisk *, loopfs_mode_t) and fn(struct gendisk *).
+ */
+#ifdef LOOPFS_HAVE_BLK_MODE_T
+typedef blk_mode_t loopfs_mode_t;
+#define LOOPFS_MODE_WRITE	BLK_OPEN_WRITE
+#define LOOPFS_MODE_EXCL	BLK_OPEN_EXCL
+#define COMPAT_BDOPS_OPEN(fn)						\
+static int fn##_bdops(struct gendisk *disk, blk_mode_t mode)		\
+{									\
+	return fn(disk, mode);						\
+}
+#define COMPAT_BDOPS_RELEASE(fn)					\
+static void fn##_bdops(struct gendisk *disk)				\
+{									\
+	fn(disk);							\
+}
+#else
+typedef fmode_t loopfs_mode_t;
+#define LOOPFS_MODE_WRITE	FMODE_WRITE
+#define LOOPFS_MODE_EXCL	FMODE_EXCL
+#define COMPAT_BDOPS_OPEN(fn)						\
+static int fn##_bdops(struct block_device *bdev, fmode_t mode)		\
+{									\
+	return fn(bdev->bd_disk, mode);					\
+}
+#define COMPAT_BDOPS_RELEASE(fn)					\
+static void fn##_bdops(struct gendisk *disk, fmode_t mode)		\
+{									\
+	fn(disk);							\
+}
+#endif
+
+/* 6.5 gave bd_prepare_to_claim() a holder_ops argument. */
+static inline int compat_prepare_to_claim(struct block_device *bdev,
+					  void *holder)
+{
+#ifdef LOOPFS_HAVE_BLK_MODE_T
+	return bd_prepare_to_claim(bdev, holder, NULL);
+#else
+	return bd_prepare_to_claim(bdev, holder);
+#endif
+}
+
+/* 6.5 dropped the events argument of disk_force_media_change(). */
+static inline void compat_force_media_change(struct gendisk *disk)
+{
+#ifdef LOOPFS_HAVE_FORCE_MEDIA_CHANGE_1
+	disk_force_media_change(disk);
+#else
+	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE);
+#endif
+}
+
+/*
+ * Partition scanning: 6.1 switches it with GENHD_FL_NO_PART, newer kernels
+ * with GD_SUPPRESS_PART_SCAN (which leaves BLKPG usable by userspace).
+ */
+static inline void compat_set_partscan(struct gendisk *disk, bool on)
+{
+#ifdef LOOPFS_HAVE_DISK_HAS_PARTSCAN
+	if (on)
+		clear_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
+	else
+		set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
+#else
+	if (on)
+		disk->flags &= ~GENHD_FL_NO_PART;
+	else
+		disk->flags |= GENHD_FL_NO_PART;
+#endif
+}
+
+/*
+ * Queue limits: 6.9 added atomic queue_limits updates and the limits
+ * argument of blk_mq_alloc_disk(); 6.11 moved feature flags into them.
+ * The caller freezes the queue when it is live.
+ */
+#ifdef LOOPFS_HAVE_QUEUE_LIMITS
+static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
+						void *data)
+{
+	struct queue_limits lim = { .max_hw_sectors = 2560 };
+
+	return blk_mq_alloc_disk(set, &lim, data);
+}
+
+static inline int compat_apply_limits(struct request_queue *q,
+				      const struct compat_limits *cl)
+{
+	struct queue_limits lim = queue_limits_start_update(q);
+
+	lim.logical_block_size = cl->block_size;
+	lim.physical_block_size = cl->block_size;
+	lim.io_min = cl->block_size;
+	lim.max_hw_discard_sectors = cl->max_discard_sectors;
+	lim.max_write_zeroes_sectors = cl->max_discard_sectors;
+	lim.discard_granularity = cl->max_discard_sectors ?
+				  cl->discard_granularity : 0;
+	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_ROTATIONAL);
+	if (cl->write_cache)
+		lim.features |= BLK_FEAT_WRITE_CACHE;
+	if (cl->rotational)
+		lim.features |= BLK_FEAT_ROTATIONAL;
+	return queue_limits_commit_update(q, &lim);
+}
+#else
+static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
+						void *data)
+{
+	struct gendisk *disk = blk_mq_alloc_disk(set, data);
+
+	if (!IS_ERR(disk))
+		blk_queue_max_hw_sectors(disk->queue, 2560);
+	return disk;
+}
+
+static inline int compat_apply_limits(struct request_queue *q,
+				      const struct compat_limits *cl)
+{
+	if (blk_validate_block_size(cl->block_size))
+		return -EINVAL;
+	blk_queue_logical_block_size(q, cl->block_size);
+	blk_queue_physical_block_size(q, cl->block_size);
+	blk_queue_io_min(q, cl->block_size);
+	blk_queue_max_discard_sectors(q, cl->max_discard_sectors);
+	blk_queue_max_write_zeroes_sectors(q, cl->max_discard_sectors);
+	q->limits.discard_granularity = cl->max_discard_sectors ?
+					cl->discard_granularity : 0;
+	blk_queue_write_cache(q, cl->write_cache, false);
+	if (cl->rotational)
+		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
+	else
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+	return 0;
+}
+#endif
+
+/* 6.6 added simple_inode_init_ts(); older kernels set the times by hand. */
+static inline void compat_inode_init_ts(struct inode *inode)
+{
+#ifdef LOOPFS_HAVE_SIMPLE_INODE_INIT_TS
+	simple_inode_init_ts(inode);
+#else
+	inode->i_atime = inode->i_mtime = inode->i_ctime = current_time(inode);
+#endif
+}
+
+/*
+ * sysctl: 6.11 made ->proc_handler take a const table, and tables stopped
+ * needing an empty sentinel entry (6.6 sized registration).
+ */
+#ifdef LOOPFS_HAVE_CONST_SYSCTL
+#define COMPAT_CTL_TABLE	const struct ctl_table
+#else
+#define COMPAT_CTL_TABLE	struct ctl_table
+#endif
+#ifdef LOOPFS_HAVE_REGISTER_SYSCTL_SZ
+#define COMPAT_CTL_SENTINEL
+#else
+#define COMPAT_CTL_SENTINEL	{ }
+#endif
+
+#endif /* LOOPFS_COMPAT_H */

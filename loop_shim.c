@@ -1,0 +1,1526 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loop_shim - the block driver behind loopfs: blk-mq devices backed by a
+ * file, speaking the loop(4) ioctl ABI with the in-tree driver's errnos.
+ *
+ * Data path: a request is served inline from ->queue_rq when that cannot
+ * block on I/O (IOCB_NOWAIT on files that support it, or a tmpfs file),
+ * and handed to a worker otherwise. Direct-I/O mode submits async kiocbs.
+ * Per-request state lives in the blk-mq pdu.
+ *
+ * Lock order: ldev_chain_lock -> disk->open_mutex -> ldev->lock.
+ * The I/O path takes none of them: state changes freeze the queue.
+ */
+#define pr_fmt(fmt) "loopfs: " fmt
+
+#include <linux/module.h>
+#include <linux/blkdev.h>
+#include <linux/blk-mq.h>
+#include <linux/capability.h>
+#include <linux/compat.h>
+#include <linux/falloc.h>
+#include <linux/file.h>
+#include <linux/fs.h>
+#include <linux/idr.h>
+#include <linux/loop.h>
+#include <linux/magic.h>
+#include <linux/pagemap.h>
+#include <linux/sched/mm.h>
+#include <linux/slab.h>
+#include <linux/uio.h>
+#include <linux/workqueue.h>
+
+#include "compat.h"
+#include "loop_shim.h"
+
+#define SHIM_MINORS		16	/* whole disk + 15 partitions */
+#define SHIM_INLINE_BVECS	4
+#define SHIM_QUEUE_DEPTH	128
+#define SHIM_MAX_HW_QUEUES	8
+
+enum loop_dev_state {
+	LD_UNBOUND,
+	LD_BOUND,
+	LD_RUNDOWN,	/* being cleared */
+	LD_DELETING,	/* claimed for destruction */
+};
+
+enum shim_io_mode {
+	SHIM_IO_WORKER,		/* always hand requests to the worker */
+	SHIM_IO_NOWAIT,		/* try inline with IOCB_NOWAIT first */
+	SHIM_IO_INLINE,		/* tmpfs: page cache only, serve inline */
+};
+
+struct loop_dev {
+	struct gendisk *disk;
+	struct blk_mq_tag_set tag_set;
+	int minor_id;
+	int number;
+	struct user_namespace *user_ns;
+	kuid_t uid;
+	kgid_t gid;
+	const struct loop_dev_ops *ops;
+	void *owner;
+
+	/*
+	 * Protects state, orphan, flags, offset, sizelimit, file_name and
+	 * every change of file, use_dio and io_mode. Changes of file and of
+	 * a BOUND state also hold ldev_chain_lock.
+	 */
+	struct mutex lock;
+	enum loop_dev_state state;
+	bool orphan;
+	int flags;
+	loff_t offset;
+	loff_t sizelimit;
+	char file_name[LO_NAME_SIZE];
+	gfp_t old_gfp_mask;
+
+	/* Read by the I/O path without locks; written with the queue frozen. */
+	struct file *file;
+	bool use_dio;
+	enum shim_io_mode io_mode;
+
+	/* Lets sysfs readers take a reference on file without ->lock. */
+	spinlock_t file_lock;
+
+	struct work_struct destroy_work;
+};
+
+struct shim_cmd {
+	struct kiocb iocb;
+	struct iov_iter iter;
+	struct iov_iter iter_start;
+	loff_t pos;
+	loff_t start_pos;
+	bool write;
+	int ret;
+	struct bio_vec *bvec;
+	struct work_struct work;
+	struct bio_vec inline_bvec[SHIM_INLINE_BVECS];
+};
+
+static int shim_major;
+static DEFINE_IDA(shim_minor_ida);
+static struct workqueue_struct *shim_wq;
+static atomic_t shim_live_devices = ATOMIC_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(shim_gone_wait);
+/*
+ * Serialises binding and unbinding so that following a chain of loop
+ * devices backing each other (loop_dev_validate_file) sees stable states.
+ */
+static DEFINE_MUTEX(ldev_chain_lock);
+
+static const struct block_device_operations shim_fops;
+
+static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
+{
+	loff_t size = i_size_read(file->f_mapping->host);
+
+	if (offset > 0)
+		size -= offset;
+	if (size < 0)
+		return 0;
+	if (sizelimit > 0 && sizelimit < size)
+		size = sizelimit;
+	return size >> SECTOR_SHIFT;
+}
+
+static struct block_device *shim_backing_bdev(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	if (S_ISBLK(inode->i_mode))
+		return I_BDEV(inode);
+	return inode->i_sb->s_bdev;
+}
+
+/* ---- data path ---- */
+
+static bool shim_start_write(struct shim_cmd *cmd, bool nowait)
+{
+	struct inode *inode = file_inode(cmd->iocb.ki_filp);
+
+	if (!S_ISREG(inode->i_mode))
+		return true;
+	if (nowait) {
+		if (!sb_start_write_trylock(inode->i_sb))
+			return false;
+	} else {
+		sb_start_write(inode->i_sb);
+	}
+	/* An async kiocb ends freeze protection in its completion. */
+	if (cmd->iocb.ki_complete)
+		__sb_writers_release(inode->i_sb, SB_FREEZE_WRITE);
+	return true;
+}
+
+static void shim_end_write(struct shim_cmd *cmd)
+{
+	struct inode *inode = file_inode(cmd->iocb.ki_filp);
+
+	if (!S_ISREG(inode->i_mode))
+		return;
+	if (cmd->iocb.ki_complete)
+		__sb_writers_acquired(inode->i_sb, SB_FREEZE_WRITE);
+	sb_end_write(inode->i_sb);
+}
+
+/* Final result of a read or write that moved @done bytes in all. */
+static int shim_rw_result(struct shim_cmd *cmd, loff_t done)
+{
+	struct iov_iter rest;
+
+	if (done >= iov_iter_count(&cmd->iter_start))
+		return 0;
+	if (cmd->write)
+		return -EIO;
+	/* Reading past the end of the backing file returns zeroes. */
+	rest = cmd->iter_start;
+	iov_iter_advance(&rest, done);
+	iov_iter_zero(iov_iter_count(&rest), &rest);
+	return 0;
+}
+
+static void shim_aio_complete(struct kiocb *iocb, long ret)
+{
+	struct shim_cmd *cmd = container_of(iocb, struct shim_cmd, iocb);
+
+	if (cmd->write)
+		shim_end_write(cmd);
+	if (ret < 0)
+		cmd->ret = ret;
+	else
+		cmd->ret = shim_rw_result(cmd, cmd->pos - cmd->start_pos + ret);
+	blk_mq_complete_request(blk_mq_rq_from_pdu(cmd));
+}
+
+/*
+ * Move the rest of cmd's data from cmd->pos. Returns -EIOCBQUEUED when an
+ * async kiocb will complete the request, -EAGAIN when @nowait and the I/O
+ * would block, else the request's result.
+ */
+static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
+{
+	struct file *file = ldev->file;
+	ssize_t ret;
+
+	while (iov_iter_count(&cmd->iter)) {
+		init_sync_kiocb(&cmd->iocb, file);
+		cmd->iocb.ki_pos = cmd->pos;
+		cmd->iocb.ki_flags = nowait ? IOCB_NOWAIT : 0;
+		if (ldev->use_dio) {
+			cmd->iocb.ki_flags |= IOCB_DIRECT;
+			cmd->iocb.ki_complete = shim_aio_complete;
+		}
+		if (cmd->write) {
+			if (!shim_start_write(cmd, nowait))
+				return -EAGAIN;
+			ret = file->f_op->write_iter(&cmd->iocb, &cmd->iter);
+		} else {
+			ret = file->f_op->read_iter(&cmd->iocb, &cmd->iter);
+		}
+		if (ret == -EIOCBQUEUED)
+			return ret;
+		if (cmd->write)
+			shim_end_write(cmd);
+		if (nowait && (ret == -EAGAIN || ret == -EOPNOTSUPP))
+			return -EAGAIN;
+		if (ret < 0)
+			return ret;
+		if (ret == 0)
+			break;
+		cmd->pos += ret;
+		/* Keep the iterator exact whatever the filesystem did to it. */
+		cmd->iter = cmd->iter_start;
+		iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
+	}
+	return shim_rw_result(cmd, cmd->pos - cmd->start_pos);
+}
+
+static int shim_setup_iter(struct shim_cmd *cmd, struct request *rq)
+{
+	unsigned int dir = cmd->write ? ITER_SOURCE : ITER_DEST;
+	struct req_iterator rq_iter;
+	struct bio_vec tmp, *bvec;
+	unsigned int nr = 0;
+
+	rq_for_each_bvec(tmp, rq, rq_iter)
+		nr++;
+
+	if (rq->bio == rq->biotail) {
+		/* A single bio's vector serves as it is. */
+		struct bio *bio = rq->bio;
+
+		bvec = __bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
+		iov_iter_bvec(&cmd->iter, dir, bvec, nr, blk_rq_bytes(rq));
+		cmd->iter.iov_offset = bio->bi_iter.bi_bvec_done;
+	} else {
+		unsigned int i = 0;
+
+		bvec = cmd->inline_bvec;
+		if (nr > SHIM_INLINE_BVECS) {
+			bvec = kmalloc_array(nr, sizeof(*bvec), GFP_NOIO);
+			if (!bvec)
+				return -ENOMEM;
+			cmd->bvec = bvec;
+		}
+		rq_for_each_bvec(tmp, rq, rq_iter)
+			bvec[i++] = tmp;
+		iov_iter_bvec(&cmd->iter, dir, bvec, nr, blk_rq_bytes(rq));
+	}
+	cmd->iter_start = cmd->iter;
+	return 0;
+}
+
+static int shim_fallocate(struct loop_dev *ldev, struct request *rq, int mode)
+{
+	loff_t pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + ldev->offset;
+
+	return vfs_fallocate(ldev->file, mode | FALLOC_FL_KEEP_SIZE, pos,
+			     blk_rq_bytes(rq));
+}
+
+/* Write zeroes by hand where the backing file cannot zero a range. */
+static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
+{
+	loff_t pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + ldev->offset;
+	size_t left = blk_rq_bytes(rq);
+	struct bio_vec zero[16];
+	struct iov_iter iter;
+	ssize_t ret;
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(zero); i++)
+		bvec_set_page(&zero[i], ZERO_PAGE(0), PAGE_SIZE, 0);
+	while (left) {
+		size_t len = min_t(size_t, left, sizeof(zero) / 16 * PAGE_SIZE);
+
+		iov_iter_bvec(&iter, ITER_SOURCE, zero, ARRAY_SIZE(zero), len);
+		file_start_write(ldev->file);
+		ret = vfs_iter_write(ldev->file, &iter, &pos, 0);
+		file_end_write(ldev->file);
+		if (ret <= 0)
+			return ret ? ret : -EIO;
+		left -= ret;
+	}
+	return 0;
+}
+
+static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
+{
+	int ret;
+
+	switch (req_op(rq)) {
+	case REQ_OP_FLUSH:
+		return vfs_fsync(ldev->file, 0);
+	case REQ_OP_DISCARD:
+		ret = shim_fallocate(ldev, rq, FALLOC_FL_PUNCH_HOLE);
+		/* Discard promises nothing about the data: not an error. */
+		return ret == -EOPNOTSUPP ? 0 : ret;
+	case REQ_OP_WRITE_ZEROES:
+		ret = shim_fallocate(ldev, rq, (rq->cmd_flags & REQ_NOUNMAP) ?
+				     FALLOC_FL_ZERO_RANGE :
+				     FALLOC_FL_PUNCH_HOLE);
+		if (ret == -EOPNOTSUPP)
+			ret = shim_write_zeroes_slow(ldev, rq);
+		return ret;
+	default:
+		return -EIO;
+	}
+}
+
+static void shim_end_request(struct shim_cmd *cmd, int ret)
+{
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+
+	kfree(cmd->bvec);
+	cmd->bvec = NULL;
+	blk_mq_end_request(rq, errno_to_blk_status(ret));
+}
+
+static void shim_complete_rq(struct request *rq)
+{
+	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	shim_end_request(cmd, cmd->ret);
+}
+
+static void shim_workfn(struct work_struct *work)
+{
+	struct shim_cmd *cmd = container_of(work, struct shim_cmd, work);
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+	struct loop_dev *ldev = rq->q->queuedata;
+	unsigned int noio = memalloc_noio_save();
+	int ret;
+
+	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE)
+		ret = shim_rw(ldev, cmd, false);
+	else
+		ret = shim_do_blocking(ldev, rq);
+	memalloc_noio_restore(noio);
+	if (ret != -EIOCBQUEUED)
+		shim_end_request(cmd, ret);
+}
+
+/*
+ * Serve a tmpfs request inline. Its data is in page cache, but a swapped
+ * out page is read back by bios that, submitted from here, would wait on
+ * current->bio_list behind this very request: let them go out directly.
+ */
+static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
+{
+	struct bio_list *bio_list = current->bio_list;
+	unsigned int noio = memalloc_noio_save();
+	int ret;
+
+	current->bio_list = NULL;
+	ret = shim_rw(ldev, cmd, false);
+	current->bio_list = bio_list;
+	memalloc_noio_restore(noio);
+	return ret;
+}
+
+static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
+				  const struct blk_mq_queue_data *bd)
+{
+	struct request *rq = bd->rq;
+	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct loop_dev *ldev = rq->q->queuedata;
+	int ret;
+
+	blk_mq_start_request(rq);
+	if (READ_ONCE(ldev->state) != LD_BOUND)
+		return BLK_STS_IOERR;
+	cmd->write = op_is_write(req_op(rq));
+	if (cmd->write && (ldev->flags & LO_FLAGS_READ_ONLY))
+		return BLK_STS_IOERR;
+
+	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) {
+		cmd->bvec = NULL;
+		if (shim_setup_iter(cmd, rq))
+			return BLK_STS_RESOURCE;
+		cmd->start_pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) +
+				 ldev->offset;
+		cmd->pos = cmd->start_pos;
+		ret = -EAGAIN;
+		if (ldev->io_mode == SHIM_IO_INLINE)
+			ret = shim_rw_inline(ldev, cmd);
+		else if (ldev->io_mode == SHIM_IO_NOWAIT)
+			ret = shim_rw(ldev, cmd, true);
+		if (ret == -EIOCBQUEUED)
+			return BLK_STS_OK;
+		if (ret != -EAGAIN) {
+			shim_end_request(cmd, ret);
+			return BLK_STS_OK;
+		}
+	}
+	queue_work(shim_wq, &cmd->work);
+	return BLK_STS_OK;
+}
+
+static int shim_init_request(struct blk_mq_tag_set *set, struct request *rq,
+			     unsigned int hctx_idx, unsigned int numa_node)
+{
+	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
+
+	INIT_WORK(&cmd->work, shim_workfn);
+	return 0;
+}
+
+static const struct blk_mq_ops shim_mq_ops = {
+	.queue_rq	= shim_queue_rq,
+	.complete	= shim_complete_rq,
+	.init_request	= shim_init_request,
+};
+
+/* ---- configuration ---- */
+
+static bool shim_is_ours(struct file *file)
+{
+	struct inode *inode = file->f_mapping->host;
+
+	return S_ISBLK(inode->i_mode) && imajor(inode) == shim_major;
+}
+
+/* Refuse a backing file that is, or is stacked on, the device itself. */
+static int shim_validate_file(struct file *file, struct block_device *bdev)
+{
+	struct file *f = file;
+
+	lockdep_assert_held(&ldev_chain_lock);
+	while (shim_is_ours(f)) {
+		struct loop_dev *l;
+
+		if (f->f_mapping->host->i_rdev == bdev->bd_dev)
+			return -EBADF;
+		l = I_BDEV(f->f_mapping->host)->bd_disk->private_data;
+		if (l->state != LD_BOUND)
+			return -EINVAL;
+		f = l->file;
+	}
+	if (!S_ISREG(file_inode(f)->i_mode) && !S_ISBLK(file_inode(f)->i_mode))
+		return -EINVAL;
+	return 0;
+}
+
+static int shim_check_backing(struct file *file)
+{
+	if (!file->f_op->read_iter)
+		return -EINVAL;
+	if ((file->f_mode & FMODE_WRITE) && !file->f_op->write_iter)
+		return -EINVAL;
+	return 0;
+}
+
+static void shim_discard_config(struct loop_dev *ldev, unsigned int bsize,
+				struct compat_limits *cl)
+{
+	struct file *file = ldev->file;
+	struct inode *inode = file->f_mapping->host;
+
+	if (S_ISBLK(inode->i_mode)) {
+		struct block_device *bdev = I_BDEV(inode);
+
+		cl->max_discard_sectors = bdev_write_zeroes_sectors(bdev);
+		cl->discard_granularity = bdev_physical_block_size(bdev);
+	} else if (file->f_op->fallocate) {
+		cl->max_discard_sectors = UINT_MAX >> SECTOR_SHIFT;
+		cl->discard_granularity = max_t(unsigned int, bsize,
+						inode->i_sb->s_blocksize);
+	}
+}
+
+/* Caller holds ->lock and has the queue frozen or the device unbound. */
+static int shim_apply_limits(struct loop_dev *ldev, unsigned int bsize)
+{
+	struct block_device *backing = shim_backing_bdev(ldev->file);
+	struct compat_limits cl = { .block_size = bsize };
+
+	if (!cl.block_size) {
+		cl.block_size = SECTOR_SIZE;
+		/* Direct I/O matches the backing device's block size. */
+		if ((ldev->flags & LO_FLAGS_DIRECT_IO) && backing)
+			cl.block_size = bdev_logical_block_size(backing);
+	}
+	shim_discard_config(ldev, cl.block_size, &cl);
+	cl.write_cache = ldev->file->f_op->fsync &&
+			 !(ldev->flags & LO_FLAGS_READ_ONLY);
+	cl.rotational = backing && !bdev_nonrot(backing);
+	return compat_apply_limits(ldev->disk->queue, &cl);
+}
+
+static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
+{
+	struct file *file = ldev->file;
+
+	if (!ldev->use_dio && file_inode(file)->i_sb->s_magic == TMPFS_MAGIC)
+		return SHIM_IO_INLINE;
+	if (file->f_mode & FMODE_NOWAIT)
+		return SHIM_IO_NOWAIT;
+	return SHIM_IO_WORKER;
+}
+
+/* Caller holds ->lock; the queue is frozen when the device is bound. */
+static void shim_update_dio(struct loop_dev *ldev, bool dio)
+{
+	struct file *file = ldev->file;
+	struct block_device *backing = shim_backing_bdev(file);
+	unsigned int lbs = queue_logical_block_size(ldev->disk->queue);
+	bool use = dio && (file->f_mode & FMODE_CAN_ODIRECT);
+
+	if (use && backing && (lbs < bdev_logical_block_size(backing) ||
+			       (ldev->offset & (bdev_logical_block_size(backing) - 1))))
+		use = false;
+	if (use != ldev->use_dio)
+		vfs_fsync(file, 0);
+	ldev->use_dio = use;
+	if (use)
+		ldev->flags |= LO_FLAGS_DIRECT_IO;
+	else
+		ldev->flags &= ~LO_FLAGS_DIRECT_IO;
+	ldev->io_mode = shim_pick_io_mode(ldev);
+}
+
+static void shim_set_capacity(struct loop_dev *ldev, sector_t sectors)
+{
+	if (!set_capacity_and_notify(ldev->disk, sectors))
+		kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
+}
+
+static int shim_status_from_info(struct loop_dev *ldev,
+				 const struct loop_info64 *info)
+{
+	if ((unsigned int)info->lo_encrypt_key_size > LO_KEY_SIZE)
+		return -EINVAL;
+	/* Encryption left the in-tree driver years ago. */
+	if (info->lo_encrypt_type != LO_CRYPT_NONE)
+		return -EINVAL;
+	if (info->lo_offset > LLONG_MAX || info->lo_sizelimit > LLONG_MAX)
+		return -EOVERFLOW;
+	ldev->offset = info->lo_offset;
+	ldev->sizelimit = info->lo_sizelimit;
+	memcpy(ldev->file_name, info->lo_file_name, LO_NAME_SIZE);
+	ldev->file_name[LO_NAME_SIZE - 1] = 0;
+	return 0;
+}
+
+static void shim_partitions_changed(struct loop_dev *ldev, bool can_block)
+{
+	if (!READ_ONCE(ldev->orphan))
+		ldev->ops->partitions_changed(ldev, can_block);
+}
+
+static void shim_reread_partitions(struct loop_dev *ldev)
+{
+	int ret;
+
+	mutex_lock(&ldev->disk->open_mutex);
+	ret = bdev_disk_changed(ldev->disk, false);
+	mutex_unlock(&ldev->disk->open_mutex);
+	if (ret)
+		pr_warn("%s: partition scan failed (%d)\n",
+			ldev->disk->disk_name, ret);
+	shim_partitions_changed(ldev, true);
+}
+
+/* ---- sysfs: /sys/block/<name>/loop/ ---- */
+
+static struct loop_dev *dev_to_ldev(struct device *dev)
+{
+	return dev_to_disk(dev)->private_data;
+}
+
+static ssize_t backing_file_show(struct device *dev,
+				 struct device_attribute *attr, char *buf)
+{
+	struct loop_dev *ldev = dev_to_ldev(dev);
+	struct file *file;
+	char *p = NULL;
+	ssize_t ret;
+
+	spin_lock(&ldev->file_lock);
+	file = ldev->file;
+	if (file)
+		get_file(file);
+	spin_unlock(&ldev->file_lock);
+	if (!file)
+		return 0;
+	p = file_path(file, buf, PAGE_SIZE - 1);
+	fput(file);
+	if (IS_ERR(p))
+		return PTR_ERR(p);
+	ret = strlen(p);
+	memmove(buf, p, ret);
+	buf[ret++] = '\n';
+	buf[ret] = 0;
+	return ret;
+}
+
+static ssize_t offset_show(struct device *dev, struct device_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  (unsigned long long)READ_ONCE(dev_to_ldev(dev)->offset));
+}
+
+static ssize_t sizelimit_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%llu\n",
+			  (unsigned long long)READ_ONCE(dev_to_ldev(dev)->sizelimit));
+}
+
+static ssize_t shim_flag_show(struct device *dev, char *buf, int flag)
+{
+	return sysfs_emit(buf, "%s\n", READ_ONCE(dev_to_ldev(dev)->flags) &
+			  flag ? "1" : "0");
+}
+
+static ssize_t autoclear_show(struct device *dev,
+			      struct device_attribute *attr, char *buf)
+{
+	return shim_flag_show(dev, buf, LO_FLAGS_AUTOCLEAR);
+}
+
+static ssize_t partscan_show(struct device *dev,
+			     struct device_attribute *attr, char *buf)
+{
+	return shim_flag_show(dev, buf, LO_FLAGS_PARTSCAN);
+}
+
+static ssize_t dio_show(struct device *dev, struct device_attribute *attr,
+			char *buf)
+{
+	return shim_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
+}
+
+static DEVICE_ATTR_RO(backing_file);
+static DEVICE_ATTR_RO(offset);
+static DEVICE_ATTR_RO(sizelimit);
+static DEVICE_ATTR_RO(autoclear);
+static DEVICE_ATTR_RO(partscan);
+static DEVICE_ATTR_RO(dio);
+
+static struct attribute *shim_attrs[] = {
+	&dev_attr_backing_file.attr,
+	&dev_attr_offset.attr,
+	&dev_attr_sizelimit.attr,
+	&dev_attr_autoclear.attr,
+	&dev_attr_partscan.attr,
+	&dev_attr_dio.attr,
+	NULL,
+};
+
+static const struct attribute_group shim_attr_group = {
+	.name = "loop",
+	.attrs = shim_attrs,
+};
+
+static void shim_sysfs_add(struct loop_dev *ldev)
+{
+	struct kobject *kobj = &disk_to_dev(ldev->disk)->kobj;
+
+	if (sysfs_create_group(kobj, &shim_attr_group))
+		return;
+	if (sysfs_group_change_owner(kobj, &shim_attr_group, ldev->uid,
+				     ldev->gid))
+		pr_warn("%s: cannot hand sysfs to the instance owner\n",
+			ldev->disk->disk_name);
+}
+
+static void shim_sysfs_remove(struct loop_dev *ldev)
+{
+	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj, &shim_attr_group);
+}
+
+/* ---- bind and unbind ---- */
+
+static void shim_set_file(struct loop_dev *ldev, struct file *file)
+{
+	spin_lock(&ldev->file_lock);
+	ldev->file = file;
+	spin_unlock(&ldev->file_lock);
+	if (!file)
+		return;
+	/* Reclaim must not recurse into the device through its backing file. */
+	ldev->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
+	mapping_set_gfp_mask(file->f_mapping,
+			     ldev->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
+}
+
+static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
+			  struct block_device *bdev,
+			  const struct loop_config *config)
+{
+	struct file *file = fget(config->fd);
+	bool partscan;
+	int err;
+
+	if (!file)
+		return -EBADF;
+	err = shim_check_backing(file);
+	if (err)
+		goto out_putf;
+	/* Nobody may change the device under an exclusive opener. */
+	if (!(mode & LOOPFS_MODE_EXCL)) {
+		err = compat_prepare_to_claim(bdev, shim_configure);
+		if (err)
+			goto out_putf;
+	}
+	mutex_lock(&ldev_chain_lock);
+	mutex_lock(&ldev->lock);
+	err = -EBUSY;
+	if (ldev->state != LD_UNBOUND)
+		goto out_unlock;
+	err = shim_validate_file(file, bdev);
+	if (err)
+		goto out_unlock;
+	err = -EINVAL;
+	if (config->info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
+		goto out_unlock;
+	if (config->block_size && blk_validate_block_size(config->block_size))
+		goto out_unlock;
+	err = shim_status_from_info(ldev, &config->info);
+	if (err)
+		goto out_unlock;
+	ldev->flags = config->info.lo_flags;
+	if (!(file->f_mode & FMODE_WRITE) || !(mode & LOOPFS_MODE_WRITE) ||
+	    !file->f_op->write_iter)
+		ldev->flags |= LO_FLAGS_READ_ONLY;
+
+	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
+	compat_force_media_change(ldev->disk);
+	set_disk_ro(ldev->disk, ldev->flags & LO_FLAGS_READ_ONLY);
+
+	blk_mq_freeze_queue(ldev->disk->queue);
+	shim_set_file(ldev, file);
+	ldev->use_dio = false;
+	err = shim_apply_limits(ldev, config->block_size);
+	if (!err)
+		shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO);
+	blk_mq_unfreeze_queue(ldev->disk->queue);
+	if (err) {
+		mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
+		shim_set_file(ldev, NULL);
+		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
+		goto out_unlock;
+	}
+	shim_sysfs_add(ldev);
+	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
+	/* Publish the file before the state, for shim_validate_file(). */
+	smp_wmb();
+	WRITE_ONCE(ldev->state, LD_BOUND);
+	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
+	compat_set_partscan(ldev->disk, partscan);
+	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
+	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
+	mutex_unlock(&ldev->lock);
+	mutex_unlock(&ldev_chain_lock);
+
+	if (partscan)
+		shim_reread_partitions(ldev);
+	if (!(mode & LOOPFS_MODE_EXCL))
+		bd_abort_claiming(bdev, shim_configure);
+	return 0;
+
+out_unlock:
+	ldev->offset = 0;
+	ldev->sizelimit = 0;
+	ldev->flags = 0;
+	memset(ldev->file_name, 0, LO_NAME_SIZE);
+	mutex_unlock(&ldev->lock);
+	mutex_unlock(&ldev_chain_lock);
+	if (!(mode & LOOPFS_MODE_EXCL))
+		bd_abort_claiming(bdev, shim_configure);
+out_putf:
+	fput(file);
+	return err;
+}
+
+/*
+ * Release the backing file of a device in LD_RUNDOWN. @open_mutex_held
+ * tells whether the caller (the last close) already holds the disk's
+ * open_mutex, which the partition drop needs.
+ */
+static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
+{
+	struct request_queue *q = ldev->disk->queue;
+	struct compat_limits cl = { .block_size = SECTOR_SIZE };
+	struct file *file = ldev->file;
+	bool partscan = ldev->flags & LO_FLAGS_PARTSCAN;
+
+	blk_mq_freeze_queue(q);
+	mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
+	shim_set_file(ldev, NULL);
+	compat_apply_limits(q, &cl);
+	blk_mq_unfreeze_queue(q);
+
+	invalidate_disk(ldev->disk);
+	shim_sysfs_remove(ldev);
+	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
+	compat_force_media_change(ldev->disk);
+	if (partscan) {
+		int err;
+
+		if (!open_mutex_held)
+			mutex_lock(&ldev->disk->open_mutex);
+		err = bdev_disk_changed(ldev->disk, false);
+		if (!open_mutex_held)
+			mutex_unlock(&ldev->disk->open_mutex);
+		if (err)
+			pr_warn("%s: partition drop failed (%d)\n",
+				ldev->disk->disk_name, err);
+	}
+	compat_set_partscan(ldev->disk, false);
+
+	mutex_lock(&ldev->lock);
+	ldev->offset = 0;
+	ldev->sizelimit = 0;
+	ldev->flags = 0;
+	ldev->use_dio = false;
+	memset(ldev->file_name, 0, LO_NAME_SIZE);
+	WRITE_ONCE(ldev->state, ldev->orphan ? LD_DELETING : LD_UNBOUND);
+	mutex_unlock(&ldev->lock);
+	/* fput() may close a device below us: no lock of ours held. */
+	fput(file);
+}
+
+static int shim_clr_fd(struct loop_dev *ldev)
+{
+	bool now;
+
+	mutex_lock(&ldev_chain_lock);
+	mutex_lock(&ldev->lock);
+	if (ldev->state != LD_BOUND) {
+		mutex_unlock(&ldev->lock);
+		mutex_unlock(&ldev_chain_lock);
+		return -ENXIO;
+	}
+	/* With other openers, clear on the last close (autoclear). */
+	ldev->flags |= LO_FLAGS_AUTOCLEAR;
+	now = disk_openers(ldev->disk) == 1;
+	if (now)
+		WRITE_ONCE(ldev->state, LD_RUNDOWN);
+	mutex_unlock(&ldev->lock);
+	mutex_unlock(&ldev_chain_lock);
+	if (now) {
+		shim_unbind(ldev, false);
+		shim_partitions_changed(ldev, true);
+	}
+	return 0;
+}
+
+static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
+			  unsigned int fd)
+{
+	struct file *file = fget(fd);
+	struct file *old;
+	bool partscan;
+	int err;
+
+	if (!file)
+		return -EBADF;
+	err = shim_check_backing(file);
+	if (err)
+		goto out_putf;
+	mutex_lock(&ldev_chain_lock);
+	mutex_lock(&ldev->lock);
+	err = -ENXIO;
+	if (ldev->state != LD_BOUND)
+		goto out_unlock;
+	/* Only a read-only device may switch its backing file. */
+	err = -EINVAL;
+	if (!(ldev->flags & LO_FLAGS_READ_ONLY))
+		goto out_unlock;
+	err = shim_validate_file(file, bdev);
+	if (err)
+		goto out_unlock;
+	err = -EINVAL;
+	old = ldev->file;
+	if (shim_size(ldev->offset, ldev->sizelimit, file) !=
+	    shim_size(ldev->offset, ldev->sizelimit, old))
+		goto out_unlock;
+
+	compat_force_media_change(ldev->disk);
+	blk_mq_freeze_queue(ldev->disk->queue);
+	mapping_set_gfp_mask(old->f_mapping, ldev->old_gfp_mask);
+	shim_set_file(ldev, file);
+	shim_update_dio(ldev, ldev->use_dio);
+	blk_mq_unfreeze_queue(ldev->disk->queue);
+	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
+	mutex_unlock(&ldev->lock);
+	mutex_unlock(&ldev_chain_lock);
+
+	fput(old);
+	if (partscan)
+		shim_reread_partitions(ldev);
+	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
+	return 0;
+
+out_unlock:
+	mutex_unlock(&ldev->lock);
+	mutex_unlock(&ldev_chain_lock);
+out_putf:
+	fput(file);
+	return err;
+}
+
+static int shim_set_status(struct loop_dev *ldev,
+			   const struct loop_info64 *info)
+{
+	struct block_device *whole = ldev->disk->part0;
+	int prev, err;
+	bool partscan = false;
+
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		return err;
+	if (ldev->state != LD_BOUND) {
+		err = -ENXIO;
+		goto out_unlock;
+	}
+	if (ldev->offset != info->lo_offset ||
+	    ldev->sizelimit != info->lo_sizelimit) {
+		sync_blockdev(whole);
+		invalidate_bdev(whole);
+	}
+	blk_mq_freeze_queue(ldev->disk->queue);
+	prev = ldev->flags;
+	err = shim_status_from_info(ldev, info);
+	if (err)
+		goto out_unfreeze;
+	/* AUTOCLEAR may be set or cleared, PARTSCAN only set. */
+	ldev->flags = (info->lo_flags & LOOP_SET_STATUS_SETTABLE_FLAGS) |
+		      (prev & ~LOOP_SET_STATUS_SETTABLE_FLAGS) |
+		      (prev & ~LOOP_SET_STATUS_CLEARABLE_FLAGS);
+	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit,
+					  ldev->file));
+	shim_update_dio(ldev, ldev->use_dio);
+	if ((ldev->flags & LO_FLAGS_PARTSCAN) && !(prev & LO_FLAGS_PARTSCAN)) {
+		compat_set_partscan(ldev->disk, true);
+		partscan = true;
+	}
+out_unfreeze:
+	blk_mq_unfreeze_queue(ldev->disk->queue);
+out_unlock:
+	mutex_unlock(&ldev->lock);
+	if (partscan)
+		shim_reread_partitions(ldev);
+	return err;
+}
+
+static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
+{
+	struct kstat stat;
+	struct path path;
+	int ret;
+
+	ret = mutex_lock_killable(&ldev->lock);
+	if (ret)
+		return ret;
+	if (ldev->state != LD_BOUND) {
+		mutex_unlock(&ldev->lock);
+		return -ENXIO;
+	}
+	memset(info, 0, sizeof(*info));
+	info->lo_number = ldev->number;
+	info->lo_offset = ldev->offset;
+	info->lo_sizelimit = ldev->sizelimit;
+	info->lo_flags = ldev->flags;
+	memcpy(info->lo_file_name, ldev->file_name, LO_NAME_SIZE);
+	path = ldev->file->f_path;
+	path_get(&path);
+	mutex_unlock(&ldev->lock);
+
+	/* No lock held while the filesystem answers. */
+	ret = vfs_getattr(&path, &stat, STATX_INO, AT_STATX_SYNC_AS_STAT);
+	if (!ret) {
+		info->lo_device = huge_encode_dev(stat.dev);
+		info->lo_inode = stat.ino;
+		info->lo_rdevice = huge_encode_dev(stat.rdev);
+	}
+	path_put(&path);
+	return ret;
+}
+
+static void shim_info_from_old(const struct loop_info *old,
+			       struct loop_info64 *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->lo_number = old->lo_number;
+	info->lo_device = old->lo_device;
+	info->lo_inode = old->lo_inode;
+	info->lo_rdevice = old->lo_rdevice;
+	info->lo_offset = old->lo_offset;
+	info->lo_flags = old->lo_flags;
+	memcpy(info->lo_file_name, old->lo_name, LO_NAME_SIZE);
+}
+
+static int shim_info_to_old(const struct loop_info64 *info,
+			    struct loop_info *old)
+{
+	memset(old, 0, sizeof(*old));
+	old->lo_number = info->lo_number;
+	old->lo_device = info->lo_device;
+	old->lo_inode = info->lo_inode;
+	old->lo_rdevice = info->lo_rdevice;
+	old->lo_offset = info->lo_offset;
+	old->lo_flags = info->lo_flags;
+	memcpy(old->lo_name, info->lo_file_name, LO_NAME_SIZE);
+	if (old->lo_device != info->lo_device ||
+	    old->lo_rdevice != info->lo_rdevice ||
+	    old->lo_inode != info->lo_inode ||
+	    old->lo_offset != info->lo_offset)
+		return -EOVERFLOW;
+	return 0;
+}
+
+static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
+			       struct block_device *bdev, unsigned long arg)
+{
+	int err;
+
+	if (!(mode & LOOPFS_MODE_EXCL)) {
+		err = compat_prepare_to_claim(bdev, shim_set_block_size);
+		if (err)
+			return err;
+	}
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out_claim;
+	if (ldev->state != LD_BOUND) {
+		err = -ENXIO;
+		goto out_unlock;
+	}
+	err = blk_validate_block_size(arg);
+	if (err || queue_logical_block_size(ldev->disk->queue) == arg)
+		goto out_unlock;
+	sync_blockdev(ldev->disk->part0);
+	invalidate_bdev(ldev->disk->part0);
+	blk_mq_freeze_queue(ldev->disk->queue);
+	err = shim_apply_limits(ldev, arg);
+	shim_update_dio(ldev, ldev->use_dio);
+	blk_mq_unfreeze_queue(ldev->disk->queue);
+out_unlock:
+	mutex_unlock(&ldev->lock);
+out_claim:
+	if (!(mode & LOOPFS_MODE_EXCL))
+		bd_abort_claiming(bdev, shim_set_block_size);
+	return err;
+}
+
+static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
+			     unsigned long arg)
+{
+	int err = mutex_lock_killable(&ldev->lock);
+
+	if (err)
+		return err;
+	if (cmd != LOOP_SET_CAPACITY && cmd != LOOP_SET_DIRECT_IO) {
+		err = -EINVAL;
+	} else if (ldev->state != LD_BOUND) {
+		err = -ENXIO;
+	} else if (cmd == LOOP_SET_CAPACITY) {
+		shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit,
+						  ldev->file));
+	} else {
+		blk_mq_freeze_queue(ldev->disk->queue);
+		shim_update_dio(ldev, !!arg);
+		blk_mq_unfreeze_queue(ldev->disk->queue);
+		if (ldev->use_dio != !!arg)
+			err = -EINVAL;
+	}
+	mutex_unlock(&ldev->lock);
+	return err;
+}
+
+/*
+ * What the in-tree driver allows to CAP_SYS_ADMIN in the initial user
+ * namespace, loopfs allows to CAP_SYS_ADMIN in the instance's namespace.
+ */
+static bool shim_may_admin(struct loop_dev *ldev, loopfs_mode_t mode)
+{
+	return (mode & LOOPFS_MODE_WRITE) ||
+	       ns_capable(ldev->user_ns, CAP_SYS_ADMIN);
+}
+
+static int shim_ioctl(struct block_device *bdev, loopfs_mode_t mode,
+		      unsigned int cmd, unsigned long arg)
+{
+	struct loop_dev *ldev = bdev->bd_disk->private_data;
+	void __user *argp = (void __user *)arg;
+	struct loop_config config;
+	struct loop_info64 info;
+	struct loop_info old;
+	int err;
+
+	switch (cmd) {
+	case LOOP_SET_FD:
+		memset(&config, 0, sizeof(config));
+		config.fd = arg;
+		return shim_configure(ldev, mode, bdev, &config);
+	case LOOP_CONFIGURE:
+		if (copy_from_user(&config, argp, sizeof(config)))
+			return -EFAULT;
+		return shim_configure(ldev, mode, bdev, &config);
+	case LOOP_CHANGE_FD:
+		return shim_change_fd(ldev, bdev, arg);
+	case LOOP_CLR_FD:
+		return shim_clr_fd(ldev);
+	case LOOP_SET_STATUS:
+		if (!shim_may_admin(ldev, mode))
+			return -EPERM;
+		if (copy_from_user(&old, argp, sizeof(old)))
+			return -EFAULT;
+		shim_info_from_old(&old, &info);
+		return shim_set_status(ldev, &info);
+	case LOOP_SET_STATUS64:
+		if (!shim_may_admin(ldev, mode))
+			return -EPERM;
+		if (copy_from_user(&info, argp, sizeof(info)))
+			return -EFAULT;
+		return shim_set_status(ldev, &info);
+	case LOOP_GET_STATUS:
+		if (!argp)
+			return -EINVAL;
+		err = shim_get_status(ldev, &info);
+		if (!err)
+			err = shim_info_to_old(&info, &old);
+		if (!err && copy_to_user(argp, &old, sizeof(old)))
+			err = -EFAULT;
+		return err;
+	case LOOP_GET_STATUS64:
+		if (!argp)
+			return -EINVAL;
+		err = shim_get_status(ldev, &info);
+		if (!err && copy_to_user(argp, &info, sizeof(info)))
+			err = -EFAULT;
+		return err;
+	case LOOP_SET_BLOCK_SIZE:
+		if (!shim_may_admin(ldev, mode))
+			return -EPERM;
+		return shim_set_block_size(ldev, mode, bdev, arg);
+	case LOOP_SET_CAPACITY:
+	case LOOP_SET_DIRECT_IO:
+		if (!shim_may_admin(ldev, mode))
+			return -EPERM;
+		fallthrough;
+	default:
+		return shim_simple_ioctl(ldev, cmd, arg);
+	}
+}
+
+#ifdef CONFIG_COMPAT
+/* struct loop_info as a 32-bit process lays it out. */
+struct compat_loop_info {
+	compat_int_t	lo_number;
+	compat_dev_t	lo_device;
+	compat_ulong_t	lo_inode;
+	compat_dev_t	lo_rdevice;
+	compat_int_t	lo_offset;
+	compat_int_t	lo_encrypt_type;
+	compat_int_t	lo_encrypt_key_size;
+	compat_int_t	lo_flags;
+	char		lo_name[LO_NAME_SIZE];
+	unsigned char	lo_encrypt_key[LO_KEY_SIZE];
+	compat_ulong_t	lo_init[2];
+	char		reserved[4];
+};
+
+static int shim_compat_get_status(struct loop_dev *ldev,
+				  struct compat_loop_info __user *arg)
+{
+	struct compat_loop_info c;
+	struct loop_info64 info;
+	int err;
+
+	if (!arg)
+		return -EINVAL;
+	err = shim_get_status(ldev, &info);
+	if (err)
+		return err;
+	memset(&c, 0, sizeof(c));
+	c.lo_number = info.lo_number;
+	c.lo_device = info.lo_device;
+	c.lo_inode = info.lo_inode;
+	c.lo_rdevice = info.lo_rdevice;
+	c.lo_offset = info.lo_offset;
+	c.lo_flags = info.lo_flags;
+	memcpy(c.lo_name, info.lo_file_name, LO_NAME_SIZE);
+	if (c.lo_device != info.lo_device || c.lo_rdevice != info.lo_rdevice ||
+	    c.lo_inode != info.lo_inode || c.lo_offset != info.lo_offset)
+		return -EOVERFLOW;
+	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
+}
+
+static int shim_compat_set_status(struct loop_dev *ldev,
+				  struct compat_loop_info __user *arg)
+{
+	struct compat_loop_info c;
+	struct loop_info64 info;
+
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	memset(&info, 0, sizeof(info));
+	info.lo_number = c.lo_number;
+	info.lo_device = c.lo_device;
+	info.lo_inode = c.lo_inode;
+	info.lo_rdevice = c.lo_rdevice;
+	info.lo_offset = c.lo_offset;
+	info.lo_flags = c.lo_flags;
+	memcpy(info.lo_file_name, c.lo_name, LO_NAME_SIZE);
+	return shim_set_status(ldev, &info);
+}
+
+static int shim_compat_ioctl(struct block_device *bdev, loopfs_mode_t mode,
+			     unsigned int cmd, unsigned long arg)
+{
+	struct loop_dev *ldev = bdev->bd_disk->private_data;
+
+	switch (cmd) {
+	case LOOP_SET_STATUS:
+		if (!shim_may_admin(ldev, mode))
+			return -EPERM;
+		return shim_compat_set_status(ldev, compat_ptr(arg));
+	case LOOP_GET_STATUS:
+		return shim_compat_get_status(ldev, compat_ptr(arg));
+	case LOOP_SET_CAPACITY:
+	case LOOP_CLR_FD:
+	case LOOP_GET_STATUS64:
+	case LOOP_SET_STATUS64:
+	case LOOP_CONFIGURE:
+		arg = (unsigned long)compat_ptr(arg);
+		fallthrough;
+	case LOOP_SET_FD:
+	case LOOP_CHANGE_FD:
+	case LOOP_SET_BLOCK_SIZE:
+	case LOOP_SET_DIRECT_IO:
+		return shim_ioctl(bdev, mode, cmd, arg);
+	default:
+		return -ENOIOCTLCMD;
+	}
+}
+#endif
+
+/* ---- open, release and lifetime ---- */
+
+static int shim_open(struct gendisk *disk, loopfs_mode_t mode)
+{
+	struct loop_dev *ldev = disk->private_data;
+	int err = mutex_lock_killable(&ldev->lock);
+
+	if (err)
+		return err;
+	if (ldev->state == LD_DELETING || ldev->state == LD_RUNDOWN)
+		err = -ENXIO;
+	mutex_unlock(&ldev->lock);
+	return err;
+}
+
+/* Called by the block layer with disk->open_mutex held. */
+static void shim_release(struct gendisk *disk)
+{
+	struct loop_dev *ldev = disk->private_data;
+	bool clear, destroy;
+
+	if (disk_openers(disk) > 0)
+		return;
+	mutex_lock(&ldev->lock);
+	clear = ldev->state == LD_BOUND &&
+		((ldev->flags & LO_FLAGS_AUTOCLEAR) || ldev->orphan);
+	if (clear)
+		WRITE_ONCE(ldev->state, LD_RUNDOWN);
+	destroy = ldev->orphan;
+	if (destroy && !clear)
+		WRITE_ONCE(ldev->state, LD_DELETING);
+	mutex_unlock(&ldev->lock);
+
+	if (clear)
+		shim_unbind(ldev, true);
+	/* del_gendisk() cannot run under open_mutex: leave it to a worker. */
+	if (destroy)
+		queue_work(shim_wq, &ldev->destroy_work);
+	else if (clear)
+		shim_partitions_changed(ldev, false);
+}
+
+static void shim_free_disk(struct gendisk *disk)
+{
+	struct loop_dev *ldev = disk->private_data;
+
+	blk_mq_free_tag_set(&ldev->tag_set);
+	ida_free(&shim_minor_ida, ldev->minor_id);
+	ldev->ops->released(ldev);
+	mutex_destroy(&ldev->lock);
+	kfree(ldev);
+	if (atomic_dec_and_test(&shim_live_devices))
+		wake_up(&shim_gone_wait);
+}
+
+COMPAT_BDOPS_OPEN(shim_open)
+COMPAT_BDOPS_RELEASE(shim_release)
+
+static const struct block_device_operations shim_fops = {
+	.owner		= THIS_MODULE,
+	.open		= shim_open_bdops,
+	.release	= shim_release_bdops,
+	.ioctl		= shim_ioctl,
+#ifdef CONFIG_COMPAT
+	.compat_ioctl	= shim_compat_ioctl,
+#endif
+	.free_disk	= shim_free_disk,
+};
+
+static void shim_destroy_workfn(struct work_struct *work)
+{
+	loop_dev_destroy(container_of(work, struct loop_dev, destroy_work));
+}
+
+static int shim_init_tag_set(struct loop_dev *ldev)
+{
+	struct blk_mq_tag_set *set = &ldev->tag_set;
+
+	set->ops = &shim_mq_ops;
+	set->nr_hw_queues = min_t(unsigned int, num_online_cpus(),
+				  SHIM_MAX_HW_QUEUES);
+	set->queue_depth = SHIM_QUEUE_DEPTH;
+	set->numa_node = NUMA_NO_NODE;
+	set->cmd_size = sizeof(struct shim_cmd);
+	/* BLOCKING: inline service may sleep in the page cache. */
+	set->flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING |
+		     BLK_MQ_F_STACKING | BLK_MQ_F_NO_SCHED_BY_DEFAULT;
+	set->driver_data = ldev;
+	return blk_mq_alloc_tag_set(set);
+}
+
+struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
+{
+	struct loop_dev *ldev;
+	struct gendisk *disk;
+	int err = -ENOMEM;
+
+	ldev = kzalloc(sizeof(*ldev), GFP_KERNEL);
+	if (!ldev)
+		return ERR_PTR(-ENOMEM);
+	ldev->number = cfg->number;
+	ldev->user_ns = cfg->user_ns;
+	ldev->uid = cfg->uid;
+	ldev->gid = cfg->gid;
+	ldev->ops = cfg->ops;
+	ldev->owner = cfg->owner;
+	ldev->state = LD_UNBOUND;
+	mutex_init(&ldev->lock);
+	spin_lock_init(&ldev->file_lock);
+	INIT_WORK(&ldev->destroy_work, shim_destroy_workfn);
+
+	ldev->minor_id = ida_alloc_max(&shim_minor_ida,
+				       (MINORMASK + 1) / SHIM_MINORS - 1,
+				       GFP_KERNEL);
+	if (ldev->minor_id < 0) {
+		err = ldev->minor_id == -ENOSPC ? -ENOSPC : -ENOMEM;
+		goto out_free;
+	}
+	err = shim_init_tag_set(ldev);
+	if (err)
+		goto out_minor;
+	disk = compat_alloc_disk(&ldev->tag_set, ldev);
+	if (IS_ERR(disk)) {
+		err = PTR_ERR(disk);
+		goto out_tags;
+	}
+	ldev->disk = disk;
+	disk->major = shim_major;
+	disk->first_minor = ldev->minor_id * SHIM_MINORS;
+	disk->minors = SHIM_MINORS;
+	disk->fops = &shim_fops;
+	disk->private_data = ldev;
+	disk->events = DISK_EVENT_MEDIA_CHANGE;
+	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
+	compat_set_partscan(disk, false);
+	strscpy(disk->disk_name, cfg->disk_name, DISK_NAME_LEN);
+
+	atomic_inc(&shim_live_devices);
+	err = add_disk(disk);
+	if (err)
+		goto out_disk;
+	if (!uid_eq(ldev->uid, GLOBAL_ROOT_UID) ||
+	    !gid_eq(ldev->gid, GLOBAL_ROOT_GID)) {
+		err = device_change_owner(disk_to_dev(disk), ldev->uid,
+					  ldev->gid);
+		if (err)
+			pr_warn("%s: cannot hand sysfs to the instance owner\n",
+				disk->disk_name);
+	}
+	return ldev;
+
+out_disk:
+	atomic_dec(&shim_live_devices);
+	put_disk(disk);
+out_tags:
+	blk_mq_free_tag_set(&ldev->tag_set);
+out_minor:
+	ida_free(&shim_minor_ida, ldev->minor_id);
+out_free:
+	kfree(ldev);
+	return ERR_PTR(err);
+}
+
+void *loop_dev_owner(struct loop_dev *ldev)
+{
+	return ldev->owner;
+}
+
+dev_t loop_dev_devt(struct loop_dev *ldev)
+{
+	return disk_devt(ldev->disk);
+}
+
+bool loop_dev_is_unbound(struct loop_dev *ldev)
+{
+	return READ_ONCE(ldev->state) == LD_UNBOUND;
+}
+
+/* Fill devts[partno] for every partition below @max; returns max partno. */
+int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
+{
+	struct gendisk *disk = ldev->disk;
+	struct block_device *part;
+	unsigned long idx;
+	int last = 0;
+
+	mutex_lock(&disk->open_mutex);
+	xa_for_each_start(&disk->part_tbl, idx, part, 1) {
+		if (idx >= max)
+			break;
+		devts[idx] = part->bd_dev;
+		last = idx;
+	}
+	mutex_unlock(&disk->open_mutex);
+	return last;
+}
+
+int loop_dev_claim_for_removal(struct loop_dev *ldev)
+{
+	int err = 0;
+
+	mutex_lock(&ldev->disk->open_mutex);
+	mutex_lock(&ldev->lock);
+	if (ldev->state != LD_UNBOUND || disk_openers(ldev->disk) > 0)
+		err = -EBUSY;
+	else
+		WRITE_ONCE(ldev->state, LD_DELETING);
+	mutex_unlock(&ldev->lock);
+	mutex_unlock(&ldev->disk->open_mutex);
+	return err;
+}
+
+/* The device must be LD_DELETING. The rest happens in shim_free_disk(). */
+void loop_dev_destroy(struct loop_dev *ldev)
+{
+	del_gendisk(ldev->disk);
+	put_disk(ldev->disk);
+}
+
+void loop_dev_orphan(struct loop_dev *ldev)
+{
+	bool unbind = false, destroy = false;
+
+	mutex_lock(&ldev->disk->open_mutex);
+	mutex_lock(&ldev->lock);
+	WRITE_ONCE(ldev->orphan, true);
+	if (!disk_openers(ldev->disk)) {
+		unbind = ldev->state == LD_BOUND;
+		destroy = true;
+		WRITE_ONCE(ldev->state, unbind ? LD_RUNDOWN : LD_DELETING);
+	}
+	mutex_unlock(&ldev->lock);
+	if (unbind)
+		shim_unbind(ldev, true);
+	mutex_unlock(&ldev->disk->open_mutex);
+	if (destroy)
+		loop_dev_destroy(ldev);
+}
+
+int loop_shim_init(void)
+{
+	shim_wq = alloc_workqueue("loopfs", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!shim_wq)
+		return -ENOMEM;
+	shim_major = register_blkdev(0, "loopfs");
+	if (shim_major < 0) {
+		destroy_workqueue(shim_wq);
+		return shim_major;
+	}
+	return 0;
+}
+
+void loop_shim_exit(void)
+{
+	/* Devices orphaned at their last close may still be on their way. */
+	flush_workqueue(shim_wq);
+	wait_event(shim_gone_wait, !atomic_read(&shim_live_devices));
+	unregister_blkdev(shim_major, "loopfs");
+	destroy_workqueue(shim_wq);
+	ida_destroy(&shim_minor_ida);
+}

@@ -1,0 +1,910 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopfs - private loop device instances.
+ *
+ * Every mount of filesystem type "loop" is an instance: a root directory
+ * holding loop-control and the instance's own loop<N> block nodes, numbered
+ * from 0. Devices are charged per user, hierarchically across user
+ * namespaces, and go away with the instance. The block devices themselves
+ * are served by loop_shim.c.
+ *
+ * Lock order: root directory inode lock -> instance->lock ->
+ * (loop_shim's locks) ; loopfs_limits_lock is innermost.
+ */
+#define pr_fmt(fmt) "loopfs: " fmt
+
+#include <linux/module.h>
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/ctype.h>
+#include <linux/fs.h>
+#include <linux/fs_context.h>
+#include <linux/fs_parser.h>
+#include <linux/hashtable.h>
+#include <linux/idr.h>
+#include <linux/loop.h>
+#include <linux/namei.h>
+#include <linux/seq_file.h>
+#include <linux/slab.h>
+#include <linux/sysctl.h>
+#include <linux/user_namespace.h>
+
+#include "compat.h"
+#include "loopfs.h"
+#include "loop_shim.h"
+
+#define LOOPFS_CONTROL		"loop-control"
+#define LOOPFS_DEFAULT_LIMIT	255
+
+static DEFINE_IDA(loopfs_instance_ida);
+static dev_t loopfs_ctl_devt;
+static struct workqueue_struct *loopfs_wq;
+
+/* ---- per-user limits: /proc/sys/user/max_loop_devices ---- */
+
+/* Devices charged to @uid in @ns: one entry per (namespace, user) level. */
+struct loopfs_charge {
+	struct hlist_node node;
+	struct user_namespace *ns;
+	kuid_t uid;
+	long count;
+};
+
+/* The limit a user namespace other than the initial one has set. */
+struct loopfs_ns_limit {
+	struct hlist_node node;
+	struct user_namespace *ns;	/* pinned while the limit is set */
+	int max;
+};
+
+/* Protects the charge table, the namespace limits and init_limit. */
+static DEFINE_SPINLOCK(loopfs_limits_lock);
+static DEFINE_HASHTABLE(loopfs_charges, 6);
+static DEFINE_HASHTABLE(loopfs_ns_limits, 4);
+static int loopfs_init_limit = LOOPFS_DEFAULT_LIMIT;
+
+static struct loopfs_ns_limit *loopfs_find_ns_limit(struct user_namespace *ns)
+{
+	struct loopfs_ns_limit *l;
+
+	hash_for_each_possible(loopfs_ns_limits, l, node, (unsigned long)ns)
+		if (l->ns == ns)
+			return l;
+	return NULL;
+}
+
+static int loopfs_limit(struct user_namespace *ns)
+{
+	struct loopfs_ns_limit *l;
+
+	if (ns == &init_user_ns)
+		return loopfs_init_limit;
+	l = loopfs_find_ns_limit(ns);
+	return l ? l->max : INT_MAX;
+}
+
+static unsigned long loopfs_charge_key(struct user_namespace *ns, kuid_t uid)
+{
+	return (unsigned long)ns ^ __kuid_val(uid);
+}
+
+static struct loopfs_charge *loopfs_find_charge(struct user_namespace *ns,
+						kuid_t uid)
+{
+	struct loopfs_charge *c;
+
+	hash_for_each_possible(loopfs_charges, c, node,
+			       loopfs_charge_key(ns, uid))
+		if (c->ns == ns && uid_eq(c->uid, uid))
+			return c;
+	return NULL;
+}
+
+static int loopfs_ns_depth(struct user_namespace *ns)
+{
+	int depth = 0;
+
+	for (; ns; ns = ns->parent)
+		depth++;
+	return depth;
+}
+
+/*
+ * Charge one device to @uid in @ns and, like the kernel's ucounts, to the
+ * owner of each namespace in its parent, up to the initial namespace.
+ */
+static int loopfs_charge(struct user_namespace *ns, kuid_t uid)
+{
+	int depth = loopfs_ns_depth(ns), used = 0, i, err = 0;
+	struct loopfs_charge **spare, *c;
+	struct user_namespace *level;
+	kuid_t luid;
+
+	spare = kcalloc(depth, sizeof(*spare), GFP_KERNEL);
+	if (!spare)
+		return -ENOMEM;
+	for (i = 0; i < depth; i++) {
+		spare[i] = kzalloc(sizeof(*c), GFP_KERNEL);
+		if (!spare[i]) {
+			err = -ENOMEM;
+			goto out_free;
+		}
+	}
+
+	spin_lock(&loopfs_limits_lock);
+	for (level = ns, luid = uid; level; luid = level->owner,
+	     level = level->parent) {
+		c = loopfs_find_charge(level, luid);
+		if (c && c->count >= loopfs_limit(level)) {
+			err = -ENOSPC;
+			break;
+		}
+		if (!c && loopfs_limit(level) <= 0) {
+			err = -ENOSPC;
+			break;
+		}
+	}
+	for (level = ns, luid = uid; !err && level; luid = level->owner,
+	     level = level->parent) {
+		c = loopfs_find_charge(level, luid);
+		if (!c) {
+			c = spare[used++];
+			c->ns = level;
+			c->uid = luid;
+			hash_add(loopfs_charges, &c->node,
+				 loopfs_charge_key(level, luid));
+		}
+		c->count++;
+	}
+	spin_unlock(&loopfs_limits_lock);
+out_free:
+	for (i = used; i < depth; i++)
+		kfree(spare[i]);
+	kfree(spare);
+	return err;
+}
+
+static void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
+{
+	struct loopfs_charge *c;
+	struct user_namespace *level;
+	kuid_t luid;
+
+	spin_lock(&loopfs_limits_lock);
+	for (level = ns, luid = uid; level; luid = level->owner,
+	     level = level->parent) {
+		c = loopfs_find_charge(level, luid);
+		if (WARN_ON_ONCE(!c))
+			continue;
+		if (--c->count)
+			continue;
+		hash_del(&c->node);
+		kfree(c);
+	}
+	spin_unlock(&loopfs_limits_lock);
+}
+
+static int loopfs_set_limit(struct user_namespace *ns, int max)
+{
+	struct loopfs_ns_limit *l, *fresh = NULL;
+
+	if (ns != &init_user_ns) {
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+		if (!fresh)
+			return -ENOMEM;
+	}
+	spin_lock(&loopfs_limits_lock);
+	if (ns == &init_user_ns) {
+		loopfs_init_limit = max;
+	} else {
+		l = loopfs_find_ns_limit(ns);
+		if (!l) {
+			l = fresh;
+			fresh = NULL;
+			l->ns = get_user_ns(ns);
+			hash_add(loopfs_ns_limits, &l->node, (unsigned long)ns);
+		}
+		l->max = max;
+	}
+	spin_unlock(&loopfs_limits_lock);
+	kfree(fresh);
+	return 0;
+}
+
+/*
+ * Every user namespace reads and sets its own value. The entry is not in
+ * the per-namespace sysctl set a module cannot reach, so its mode lets
+ * everyone write and the handler demands CAP_SYS_RESOURCE over the
+ * writer's namespace.
+ */
+static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
+				      void *buffer, size_t *lenp, loff_t *ppos)
+{
+	struct user_namespace *ns = current_user_ns();
+	struct ctl_table tmp = *table;
+	int max, err;
+
+	if (write && !ns_capable(ns, CAP_SYS_RESOURCE))
+		return -EPERM;
+	spin_lock(&loopfs_limits_lock);
+	max = loopfs_limit(ns);
+	spin_unlock(&loopfs_limits_lock);
+	tmp.data = &max;
+	tmp.maxlen = sizeof(max);
+	tmp.extra1 = SYSCTL_ZERO;
+	tmp.extra2 = SYSCTL_INT_MAX;
+	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
+	if (err || !write)
+		return err;
+	return loopfs_set_limit(ns, max);
+}
+
+static struct ctl_table loopfs_sysctls[] = {
+	{
+		.procname	= "max_loop_devices",
+		.mode		= 0666,
+		.proc_handler	= loopfs_max_devices_handler,
+	},
+	COMPAT_CTL_SENTINEL
+};
+
+static struct ctl_table_header *loopfs_sysctl_header;
+
+static void loopfs_limits_exit(void)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+	int bkt;
+
+	unregister_sysctl_table(loopfs_sysctl_header);
+	hash_for_each_safe(loopfs_ns_limits, bkt, tmp, l, node) {
+		hash_del(&l->node);
+		put_user_ns(l->ns);
+		kfree(l);
+	}
+}
+
+/* ---- instances ---- */
+
+static void loopfs_instance_free(struct kref *ref)
+{
+	struct loopfs_instance *inst =
+		container_of(ref, struct loopfs_instance, ref);
+
+	WARN_ON_ONCE(!xa_empty(&inst->devices));
+	xa_destroy(&inst->devices);
+	ida_free(&loopfs_instance_ida, inst->id);
+	put_user_ns(inst->user_ns);
+	mutex_destroy(&inst->lock);
+	kfree(inst);
+}
+
+static void loopfs_instance_put(struct loopfs_instance *inst)
+{
+	kref_put(&inst->ref, loopfs_instance_free);
+}
+
+/* An active reference on the instance's superblock, if it still lives. */
+static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
+{
+	struct super_block *sb;
+
+	mutex_lock(&inst->lock);
+	sb = inst->sb;
+	if (sb && !atomic_inc_not_zero(&sb->s_active))
+		sb = NULL;
+	mutex_unlock(&inst->lock);
+	return sb;
+}
+
+/* ---- nodes ---- */
+
+/* Caller holds the root directory's inode lock. */
+static int loopfs_add_node(struct super_block *sb, const char *name,
+			   umode_t mode, dev_t devt,
+			   const struct file_operations *fops)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct dentry *dentry;
+	struct inode *inode;
+
+	inode = new_inode(sb);
+	if (!inode)
+		return -ENOMEM;
+	inode->i_ino = get_next_ino();
+	inode->i_uid = inst->root_uid;
+	inode->i_gid = inst->root_gid;
+	init_special_inode(inode, mode, devt);
+	if (fops)
+		inode->i_fop = fops;
+	compat_inode_init_ts(inode);
+
+	dentry = lookup_one_len(name, sb->s_root, strlen(name));
+	if (IS_ERR(dentry)) {
+		iput(inode);
+		return PTR_ERR(dentry);
+	}
+	if (d_really_is_positive(dentry)) {
+		dput(dentry);
+		iput(inode);
+		return -EEXIST;
+	}
+	/* The lookup's reference pins the node until it is unlinked. */
+	d_instantiate(dentry, inode);
+	return 0;
+}
+
+/* Caller holds the root directory's inode lock. */
+static void loopfs_remove_node(struct super_block *sb, const char *name)
+{
+	struct dentry *root = sb->s_root;
+	struct dentry *dentry;
+
+	dentry = lookup_one_len(name, root, strlen(name));
+	if (IS_ERR(dentry))
+		return;
+	if (d_really_is_positive(dentry)) {
+		simple_unlink(d_inode(root), dentry);
+		d_delete(dentry);
+	}
+	dput(dentry);
+}
+
+static bool loopfs_node_is(struct super_block *sb, const char *name,
+			   dev_t devt)
+{
+	struct dentry *dentry;
+	bool same;
+
+	dentry = lookup_one_len(name, sb->s_root, strlen(name));
+	if (IS_ERR(dentry))
+		return false;
+	same = d_really_is_positive(dentry) &&
+	       d_inode(dentry)->i_rdev == devt;
+	dput(dentry);
+	return same;
+}
+
+/*
+ * Make loop<N>p<M> nodes match the device's partitions. Caller holds the
+ * root directory's inode lock and instance->lock.
+ */
+static void loopfs_sync_partitions(struct super_block *sb,
+				   struct loopfs_device *dev)
+{
+	char name[32];
+	dev_t *devts;
+	int last, p;
+
+	devts = kcalloc(LOOP_SHIM_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
+	if (!devts)
+		return;
+	last = loop_dev_partitions(dev->ldev, devts, LOOP_SHIM_MAX_PARTS);
+	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
+		snprintf(name, sizeof(name), "loop%dp%d", dev->index, p);
+		if (devts[p] && loopfs_node_is(sb, name, devts[p]))
+			continue;
+		loopfs_remove_node(sb, name);
+		if (devts[p])
+			loopfs_add_node(sb, name, S_IFBLK | 0600, devts[p],
+					NULL);
+	}
+	dev->nr_part_nodes = last;
+	kfree(devts);
+}
+
+static void loopfs_sync_nodes(struct loopfs_instance *inst)
+{
+	struct loopfs_device *dev;
+	struct super_block *sb;
+	unsigned long index;
+
+	sb = loopfs_grab_sb(inst);
+	if (!sb)
+		return;
+	inode_lock(d_inode(sb->s_root));
+	mutex_lock(&inst->lock);
+	xa_for_each(&inst->devices, index, dev)
+		loopfs_sync_partitions(sb, dev);
+	mutex_unlock(&inst->lock);
+	inode_unlock(d_inode(sb->s_root));
+	deactivate_super(sb);
+}
+
+static void loopfs_sync_workfn(struct work_struct *work)
+{
+	struct loopfs_instance *inst =
+		container_of(work, struct loopfs_instance, sync_work);
+
+	loopfs_sync_nodes(inst);
+	loopfs_instance_put(inst);
+}
+
+static void loopfs_partitions_changed(struct loop_dev *ldev, bool can_block)
+{
+	struct loopfs_device *dev = loop_dev_owner(ldev);
+	struct loopfs_instance *inst = dev->instance;
+
+	if (can_block) {
+		loopfs_sync_nodes(inst);
+		return;
+	}
+	kref_get(&inst->ref);
+	if (!queue_work(loopfs_wq, &inst->sync_work))
+		loopfs_instance_put(inst);
+}
+
+static void loopfs_device_released(struct loop_dev *ldev)
+{
+	struct loopfs_device *dev = loop_dev_owner(ldev);
+	struct loopfs_instance *inst = dev->instance;
+
+	loopfs_uncharge(inst->user_ns, inst->root_uid);
+	kfree(dev);
+	loopfs_instance_put(inst);
+}
+
+static const struct loop_dev_ops loopfs_device_ops = {
+	.partitions_changed	= loopfs_partitions_changed,
+	.released		= loopfs_device_released,
+};
+
+/* ---- devices ---- */
+
+/*
+ * Create device @index (-1: the lowest free one). Caller holds the root
+ * directory's inode lock and instance->lock. Returns the index.
+ */
+static int loopfs_add_device(struct super_block *sb, int index)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loop_dev_config cfg = { };
+	struct loopfs_device *dev;
+	char name[DISK_NAME_LEN];
+	u32 id;
+	int err;
+
+	if (index >= (int)LOOPFS_MAX_INDEX)
+		return -EINVAL;
+	if (index >= 0 && xa_load(&inst->devices, index))
+		return -EEXIST;
+	if (inst->nr_devices >= inst->max)
+		return -ENOSPC;
+	err = loopfs_charge(inst->user_ns, inst->root_uid);
+	if (err)
+		return err;
+	err = -ENOMEM;
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		goto out_uncharge;
+	if (index >= 0)
+		err = xa_insert(&inst->devices, index, dev, GFP_KERNEL);
+	else
+		err = xa_alloc(&inst->devices, &id, dev,
+			       XA_LIMIT(0, LOOPFS_MAX_INDEX - 1), GFP_KERNEL);
+	if (err)
+		goto out_free;
+	if (index < 0)
+		index = id;
+	dev->index = index;
+	dev->instance = inst;
+
+	snprintf(name, sizeof(name), "loopfs%d-%d", inst->id, index);
+	cfg.disk_name = name;
+	cfg.number = index;
+	cfg.user_ns = inst->user_ns;
+	cfg.uid = inst->root_uid;
+	cfg.gid = inst->root_gid;
+	cfg.ops = &loopfs_device_ops;
+	cfg.owner = dev;
+	dev->ldev = loop_dev_create(&cfg);
+	if (IS_ERR(dev->ldev)) {
+		err = PTR_ERR(dev->ldev);
+		goto out_erase;
+	}
+	/* From here on the device's release undoes charge and reference. */
+	kref_get(&inst->ref);
+	inst->nr_devices++;
+
+	snprintf(name, sizeof(name), "loop%d", index);
+	err = loopfs_add_node(sb, name, S_IFBLK | 0600,
+			      loop_dev_devt(dev->ldev), NULL);
+	if (err) {
+		xa_erase(&inst->devices, index);
+		inst->nr_devices--;
+		if (!loop_dev_claim_for_removal(dev->ldev))
+			loop_dev_destroy(dev->ldev);
+		return err;
+	}
+	return index;
+
+out_erase:
+	xa_erase(&inst->devices, index);
+out_free:
+	kfree(dev);
+out_uncharge:
+	loopfs_uncharge(inst->user_ns, inst->root_uid);
+	return err == -EBUSY ? -EEXIST : err;
+}
+
+/*
+ * Remove device @index if unbound and unopened. Caller holds the root
+ * directory's inode lock and instance->lock. @node: also remove loop<N>
+ * (an unlink removes it itself).
+ */
+static int loopfs_remove_device(struct super_block *sb, int index, bool node)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_device *dev;
+	char name[32];
+	int err, p;
+
+	if (index < 0)
+		return -EINVAL;
+	dev = xa_load(&inst->devices, index);
+	if (!dev)
+		return -ENODEV;
+	err = loop_dev_claim_for_removal(dev->ldev);
+	if (err)
+		return err;
+	xa_erase(&inst->devices, index);
+	inst->nr_devices--;
+	for (p = 1; p <= dev->nr_part_nodes; p++) {
+		snprintf(name, sizeof(name), "loop%dp%d", index, p);
+		loopfs_remove_node(sb, name);
+	}
+	if (node) {
+		snprintf(name, sizeof(name), "loop%d", index);
+		loopfs_remove_node(sb, name);
+	}
+	/* Under the lock, so the index cannot be reused before the name. */
+	loop_dev_destroy(dev->ldev);
+	return 0;
+}
+
+static int loopfs_get_free(struct super_block *sb)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_device *dev;
+	unsigned long index;
+
+	xa_for_each(&inst->devices, index, dev)
+		if (loop_dev_is_unbound(dev->ldev))
+			return index;
+	return loopfs_add_device(sb, -1);
+}
+
+static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long parm)
+{
+	struct super_block *sb = file_inode(file)->i_sb;
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct inode *dir = d_inode(sb->s_root);
+	long ret;
+
+	switch (cmd) {
+	case LOOP_CTL_ADD:
+	case LOOP_CTL_REMOVE:
+	case LOOP_CTL_GET_FREE:
+		break;
+	default:
+		return -ENOSYS;
+	}
+	inode_lock(dir);
+	mutex_lock(&inst->lock);
+	if (cmd == LOOP_CTL_ADD)
+		ret = loopfs_add_device(sb, (int)parm);
+	else if (cmd == LOOP_CTL_REMOVE)
+		ret = loopfs_remove_device(sb, (int)parm, true);
+	else
+		ret = loopfs_get_free(sb);
+	mutex_unlock(&inst->lock);
+	inode_unlock(dir);
+	return ret;
+}
+
+static const struct file_operations loopfs_ctl_fops = {
+	.owner		= THIS_MODULE,
+	.open		= nonseekable_open,
+	.unlocked_ioctl	= loopfs_ctl_ioctl,
+	.compat_ioctl	= loopfs_ctl_ioctl,
+	.llseek		= noop_llseek,
+};
+
+/* ---- the root directory ---- */
+
+/* loop<N> (no partition suffix): returns N, else -1. */
+static int loopfs_parse_index(const struct dentry *dentry)
+{
+	const char *name = dentry->d_name.name;
+	unsigned int index;
+
+	if (strncmp(name, "loop", 4) || !isdigit(name[4]))
+		return -1;
+	if (kstrtouint(name + 4, 10, &index) || index >= LOOPFS_MAX_INDEX)
+		return -1;
+	return index;
+}
+
+/*
+ * loop-control and partition nodes cannot be unlinked; loop<N> can when
+ * unbound and unopened, and takes its device with it. Renames are refused
+ * (no ->rename), so a node's name always tells its index.
+ */
+static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
+{
+	struct super_block *sb = dir->i_sb;
+	struct loopfs_instance *inst = sb->s_fs_info;
+	int index = loopfs_parse_index(dentry);
+	int err;
+
+	if (index < 0 || !S_ISBLK(d_inode(dentry)->i_mode))
+		return -EPERM;
+	mutex_lock(&inst->lock);
+	err = loopfs_remove_device(sb, index, false);
+	mutex_unlock(&inst->lock);
+	if (err)
+		return err;
+	return simple_unlink(dir, dentry);
+}
+
+static const struct inode_operations loopfs_dir_iops = {
+	.lookup	= simple_lookup,
+	.unlink	= loopfs_unlink,
+};
+
+/* ---- superblock ---- */
+
+static int loopfs_show_options(struct seq_file *seq, struct dentry *root)
+{
+	struct loopfs_instance *inst = root->d_sb->s_fs_info;
+
+	if (inst->max != LOOPFS_MAX_INDEX)
+		seq_printf(seq, ",max=%u", inst->max);
+	return 0;
+}
+
+static const struct super_operations loopfs_super_ops = {
+	.statfs		= simple_statfs,
+	.drop_inode	= generic_delete_inode,
+	.show_options	= loopfs_show_options,
+};
+
+struct loopfs_fs_context {
+	unsigned int max;
+	bool max_set;
+};
+
+enum { Opt_max };
+
+static const struct fs_parameter_spec loopfs_fs_parameters[] = {
+	fsparam_u32("max", Opt_max),
+	{}
+};
+
+static int loopfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
+{
+	struct loopfs_fs_context *ctx = fc->fs_private;
+	struct fs_parse_result result;
+	int opt;
+
+	opt = fs_parse(fc, loopfs_fs_parameters, param, &result);
+	if (opt < 0)
+		return opt;
+	if (result.uint_32 > LOOPFS_MAX_INDEX)
+		return invalfc(fc, "max must be at most %u", LOOPFS_MAX_INDEX);
+	ctx->max = result.uint_32;
+	ctx->max_set = true;
+	return 0;
+}
+
+static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
+						   unsigned int max)
+{
+	struct user_namespace *ns = sb->s_user_ns;
+	struct loopfs_instance *inst;
+
+	inst = kzalloc(sizeof(*inst), GFP_KERNEL);
+	if (!inst)
+		return NULL;
+	inst->id = ida_alloc(&loopfs_instance_ida, GFP_KERNEL);
+	if (inst->id < 0) {
+		kfree(inst);
+		return NULL;
+	}
+	kref_init(&inst->ref);
+	mutex_init(&inst->lock);
+	xa_init_flags(&inst->devices, XA_FLAGS_ALLOC);
+	INIT_WORK(&inst->sync_work, loopfs_sync_workfn);
+	inst->max = max;
+	inst->sb = sb;
+	inst->user_ns = get_user_ns(ns);
+	inst->root_uid = make_kuid(ns, 0);
+	if (!uid_valid(inst->root_uid))
+		inst->root_uid = GLOBAL_ROOT_UID;
+	inst->root_gid = make_kgid(ns, 0);
+	if (!gid_valid(inst->root_gid))
+		inst->root_gid = GLOBAL_ROOT_GID;
+	return inst;
+}
+
+static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
+{
+	struct loopfs_fs_context *ctx = fc->fs_private;
+	struct loopfs_instance *inst;
+	struct inode *root;
+
+	sb->s_blocksize = PAGE_SIZE;
+	sb->s_blocksize_bits = PAGE_SHIFT;
+	sb->s_magic = LOOPFS_SUPER_MAGIC;
+	sb->s_op = &loopfs_super_ops;
+	sb->s_time_gran = 1;
+	/*
+	 * The superblock may belong to a user namespace; its nodes must
+	 * still open. Nothing in it can be executed.
+	 */
+	sb->s_iflags &= ~SB_I_NODEV;
+	sb->s_iflags |= SB_I_NOEXEC;
+
+	inst = loopfs_instance_new(sb, ctx->max_set ? ctx->max :
+				   LOOPFS_MAX_INDEX);
+	if (!inst)
+		return -ENOMEM;
+	sb->s_fs_info = inst;
+
+	root = new_inode(sb);
+	if (!root)
+		return -ENOMEM;
+	root->i_ino = 1;
+	root->i_mode = S_IFDIR | 0755;
+	root->i_uid = inst->root_uid;
+	root->i_gid = inst->root_gid;
+	root->i_op = &loopfs_dir_iops;
+	root->i_fop = &simple_dir_operations;
+	set_nlink(root, 2);
+	compat_inode_init_ts(root);
+	sb->s_root = d_make_root(root);
+	if (!sb->s_root)
+		return -ENOMEM;
+
+	return loopfs_add_node(sb, LOOPFS_CONTROL, S_IFCHR | 0600,
+			       loopfs_ctl_devt, &loopfs_ctl_fops);
+}
+
+static int loopfs_get_tree(struct fs_context *fc)
+{
+	return get_tree_nodev(fc, loopfs_fill_super);
+}
+
+static int loopfs_reconfigure(struct fs_context *fc)
+{
+	struct loopfs_fs_context *ctx = fc->fs_private;
+	struct loopfs_instance *inst = fc->root->d_sb->s_fs_info;
+
+	if (ctx->max_set) {
+		mutex_lock(&inst->lock);
+		inst->max = ctx->max;
+		mutex_unlock(&inst->lock);
+	}
+	return 0;
+}
+
+static void loopfs_free_fc(struct fs_context *fc)
+{
+	kfree(fc->fs_private);
+}
+
+static const struct fs_context_operations loopfs_context_ops = {
+	.free		= loopfs_free_fc,
+	.parse_param	= loopfs_parse_param,
+	.get_tree	= loopfs_get_tree,
+	.reconfigure	= loopfs_reconfigure,
+};
+
+static int loopfs_init_fs_context(struct fs_context *fc)
+{
+	fc->fs_private = kzalloc(sizeof(struct loopfs_fs_context), GFP_KERNEL);
+	if (!fc->fs_private)
+		return -ENOMEM;
+	fc->ops = &loopfs_context_ops;
+	return 0;
+}
+
+/*
+ * The instance goes away: devices nobody has open go now (cleared first
+ * if bound), open ones are cleared and destroyed on their last close.
+ */
+static void loopfs_instance_shutdown(struct loopfs_instance *inst)
+{
+	struct loopfs_device *dev;
+	unsigned long index;
+	struct xarray orphans;
+
+	xa_init(&orphans);
+	mutex_lock(&inst->lock);
+	inst->sb = NULL;
+	xa_for_each(&inst->devices, index, dev) {
+		xa_erase(&inst->devices, index);
+		if (xa_err(xa_store(&orphans, index, dev, GFP_KERNEL)))
+			pr_err("instance %d: lost device %lu\n", inst->id,
+			       index);
+	}
+	inst->nr_devices = 0;
+	mutex_unlock(&inst->lock);
+
+	xa_for_each(&orphans, index, dev)
+		loop_dev_orphan(dev->ldev);
+	xa_destroy(&orphans);
+}
+
+static void loopfs_kill_sb(struct super_block *sb)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+
+	kill_litter_super(sb);
+	if (inst) {
+		loopfs_instance_shutdown(inst);
+		loopfs_instance_put(inst);
+	}
+}
+
+static struct file_system_type loopfs_fs_type = {
+	.owner			= THIS_MODULE,
+	.name			= "loop",
+	.init_fs_context	= loopfs_init_fs_context,
+	.parameters		= loopfs_fs_parameters,
+	.kill_sb		= loopfs_kill_sb,
+	.fs_flags		= FS_USERNS_MOUNT,
+};
+
+static int __init loopfs_init(void)
+{
+	int err;
+
+	loopfs_wq = alloc_workqueue("loopfs_nodes", WQ_UNBOUND, 0);
+	if (!loopfs_wq)
+		return -ENOMEM;
+	err = alloc_chrdev_region(&loopfs_ctl_devt, 0, 1, "loopfs-control");
+	if (err)
+		goto out_wq;
+	err = loop_shim_init();
+	if (err)
+		goto out_chrdev;
+	err = -ENOMEM;
+	loopfs_sysctl_header = register_sysctl("user", loopfs_sysctls);
+	if (!loopfs_sysctl_header)
+		goto out_shim;
+	err = register_filesystem(&loopfs_fs_type);
+	if (err)
+		goto out_sysctl;
+	return 0;
+
+out_sysctl:
+	loopfs_limits_exit();
+out_shim:
+	loop_shim_exit();
+out_chrdev:
+	unregister_chrdev_region(loopfs_ctl_devt, 1);
+out_wq:
+	destroy_workqueue(loopfs_wq);
+	return err;
+}
+
+static void __exit loopfs_exit(void)
+{
+	unregister_filesystem(&loopfs_fs_type);
+	/* Node syncs hold instance references that devices may need. */
+	flush_workqueue(loopfs_wq);
+	loop_shim_exit();
+	loopfs_limits_exit();
+	unregister_chrdev_region(loopfs_ctl_devt, 1);
+	destroy_workqueue(loopfs_wq);
+	ida_destroy(&loopfs_instance_ida);
+}
+
+module_init(loopfs_init);
+module_exit(loopfs_exit);
+
+MODULE_DESCRIPTION("loopfs: private loop device instances");
+MODULE_LICENSE("GPL");
+MODULE_ALIAS_FS("loop");

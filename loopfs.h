@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * loopfs - a filesystem whose every mount is a private pool of loop
+ * devices: its own loop-control node and its own loop<N> block nodes.
+ */
+#ifndef LOOPFS_H
+#define LOOPFS_H
+
+#include <linux/kref.h>
+#include <linux/kdev_t.h>
+#include <linux/mutex.h>
+#include <linux/uidgid.h>
+#include <linux/workqueue.h>
+#include <linux/xarray.h>
+
+#define LOOPFS_SUPER_MAGIC	0x6c6f6f71
+/* Indices per instance, as many as the in-tree driver has minors for. */
+#define LOOPFS_MAX_INDEX	(1U << MINORBITS)
+
+struct loop_dev;
+struct super_block;
+struct user_namespace;
+
+/*
+ * One per superblock. The superblock holds a reference, and so does
+ * every device, so a device that outlives its mount finds valid state.
+ */
+struct loopfs_instance {
+	struct kref ref;
+	int id;				/* names the devices system-wide */
+	struct user_namespace *user_ns;	/* pinned until the last put */
+	kuid_t root_uid;		/* the namespace's root, or global */
+	kgid_t root_gid;
+
+	/*
+	 * Protects devices, nr_devices, max and sb. Taken after the root
+	 * directory's inode lock and before any device's locks.
+	 */
+	struct mutex lock;
+	struct xarray devices;		/* index -> struct loopfs_device */
+	unsigned int nr_devices;
+	unsigned int max;		/* mount option max= */
+	struct super_block *sb;		/* NULL once the superblock dies */
+
+	struct work_struct sync_work;	/* deferred partition node sync */
+};
+
+/* A loop device as its instance sees it. */
+struct loopfs_device {
+	struct loopfs_instance *instance;
+	struct loop_dev *ldev;
+	int index;
+	int nr_part_nodes;		/* loop<N>p1.. nodes made so far */
+};
+
+#endif /* LOOPFS_H */
