@@ -733,6 +733,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	struct loopfs_fs_context *ctx = fc->fs_private;
 	struct loopfs_instance *inst;
 	struct inode *root;
+	int err;
 
 	sb->s_blocksize = PAGE_SIZE;
 	sb->s_blocksize_bits = PAGE_SHIFT;
@@ -767,8 +768,11 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	if (!sb->s_root)
 		return -ENOMEM;
 
-	return loopfs_add_node(sb, LOOPFS_CONTROL, S_IFCHR | 0600,
-			       loopfs_ctl_devt, &loopfs_ctl_fops);
+	inode_lock(root);
+	err = loopfs_add_node(sb, LOOPFS_CONTROL, S_IFCHR | 0600,
+			      loopfs_ctl_devt, &loopfs_ctl_fops);
+	inode_unlock(root);
+	return err;
 }
 
 static int loopfs_get_tree(struct fs_context *fc)
