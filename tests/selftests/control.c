@@ -243,14 +243,17 @@ TEST_F(ctl, out_of_range_and_unknown_requests_match_stock_errnos)
 
 TEST_F(ctl, many_devices_numbered_densely_from_zero)
 {
-	for (int i = 0; i < 32; i++)
+	for (int i = 0; i < 32; i++) {
 		ASSERT_EQ(i, R(ioctl(self->ctl, LOOP_CTL_ADD, -1)));
-	for (int i = 0; i < 32; i += 2)
+	}
+	for (int i = 0; i < 32; i += 2) {
 		ASSERT_EQ(0, R(ioctl(self->ctl, LOOP_CTL_REMOVE, i)));
+	}
 	ASSERT_EQ(1, R(ioctl(self->ctl, LOOP_CTL_GET_FREE)));
 	ASSERT_EQ(0, R(ioctl(self->ctl, LOOP_CTL_ADD, -1)));
-	for (int i = 1; i < 32; i += 2)
+	for (int i = 1; i < 32; i += 2) {
 		ASSERT_TRUE(path_exists("%s/loop%d", self->dir, i));
+	}
 }
 
 TEST_F(ctl, control_fd_stays_scoped_to_its_instance)

@@ -135,8 +135,9 @@ TEST_F(data, unaligned_byte_writes_are_read_modify_written_exactly)
 	ASSERT_EQ(0, fsync(self->dev));
 	ASSERT_TRUE(same_bytes(self->dev, 0, self->fd, 0, 1 << 16));
 	ASSERT_EQ(sizeof(buf), pread(self->fd, buf, sizeof(buf), 777));
-	for (size_t i = 0; i < sizeof(buf); i++)
+	for (size_t i = 0; i < sizeof(buf); i++) {
 		ASSERT_EQ(0xee, buf[i]);
+	}
 }
 
 TEST_F(data, offset_and_sizelimit_window_maps_exactly)
