@@ -3,7 +3,9 @@
  * loop-control of a loopfs instance: LOOP_CTL_ADD / REMOVE / GET_FREE with
  * the in-tree semantics and errnos, scoped to the instance.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include "loopfs_util.h"
 #include "kselftest_harness.h"
 

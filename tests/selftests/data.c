@@ -4,7 +4,9 @@
  * backing file, offsets and size limits, 512 and 4096 byte blocks, O_DIRECT
  * on the device, flush, discard and write-zeroes.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/mman.h>
 #include "loopfs_util.h"
 #include "kselftest_harness.h"

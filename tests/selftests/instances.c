@@ -4,7 +4,9 @@
  * loop-control and device numbering, bind mounts share one, the root
  * directory holds only loop-control and loop<N> and refuses anything else.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/statfs.h>
 #include "loopfs_util.h"
 #include "kselftest_harness.h"

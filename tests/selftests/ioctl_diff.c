@@ -14,7 +14,9 @@
  * numbers: lo_number "== index of the device", lo_inode "== inode of the
  * backing file", lo_device "== st_dev of the backing file".
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include "loopfs_util.h"

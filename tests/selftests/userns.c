@@ -8,7 +8,9 @@
  * Unprivileged parts run in a forked child that drops to LOOPFS_UNPRIV_UID
  * (default 1000) and unshares a user + mount namespace mapping uid 0 to it.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <grp.h>
 #include <sys/prctl.h>
 #include "loopfs_util.h"
