@@ -104,7 +104,8 @@ TEST_F(data, whole_device_reads_back_the_file_byte_exact)
 
 TEST_F(data, writes_reach_the_backing_file_after_fsync)
 {
-	static const off_t offs[] = { 0, 512, 4096 * 3 + 512, 1 << 20,
+	/* Non-overlapping 8 KiB writes, some not 4 KiB aligned. */
+	static const off_t offs[] = { 0, 16384 + 512, 4096 * 8 + 1024, 1 << 20,
 				      FILE_SIZE - 8192 };
 	unsigned char buf[8192], back[8192];
 
