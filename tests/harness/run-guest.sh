@@ -4,7 +4,7 @@
 # Boot /boot/vmlinuz-KVER in QEMU with the host's root shared read-only over
 # 9p, load loop + .build/KVER/loopfs.ko in the guest and run the suites (or,
 # with --demo, tests/guest/demo.sh).  Prints one line per suite and the
-# guest's totals; writes "passed failed skipped" to .build/results/KVER/totals.
+# guest's totals; writes "passed failed skipped seconds" to .build/results/KVER.totals.
 # Exit status 0 only if everything passed and the kernel log is clean.
 #
 # Environment: SUITES (default: every suite, see list_suites), LOOPFS_QUICK,
@@ -129,23 +129,15 @@ start=$(date +%s)
 rc=0
 if [ "$demo" -eq 1 ]; then
 	# Show the guest console live (from the demo's own output on).
-	timeout -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null &
+	timeout --foreground -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null &
 	qpid=$!
 	while [ ! -e "$log" ] && kill -0 "$qpid" 2>/dev/null; do sleep 0.2; done
 	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -n '/^=== loopfs demo/,$p' || true
 	wait "$qpid" || rc=$?
 else
-	timeout -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
+	timeout --foreground -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
 fi
 secs=$(($(date +%s) - start))
-
-fail=0 pass=0 skip=0 klog=0
-problems=()
-if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
-	problems+=("guest killed after the ${GUEST_TIMEOUT}s timeout")
-elif [ "$rc" -ne 0 ]; then
-	problems+=("qemu exited with status $rc")
-fi
 
 # Per-suite lines (the demo writes none).
 for r in "$res"/*.result; do
@@ -153,37 +145,57 @@ for r in "$res"/*.result; do
 	t=${r##*/}
 	t=${t%.result}
 	read -r p f s sec notes <"$r" || true
-	name=${t#[0-9][0-9]-}
 	status=PASS
 	[ "$f" -eq 0 ] || status=FAIL
 	printf '  %-4s %-50s %3d passed, %d failed, %d skipped (%ss)%s\n' \
-		"$status" "${name//_//}" "$p" "$f" "$s" "$sec" "${notes:+ -$notes}"
+		"$status" "$(echo "${t#[0-9][0-9]-}" | tr _ /)" "$p" "$f" "$s" "$sec" \
+		"${notes:+ -$notes}"
 	if [ "$f" -ne 0 ] && [ -f "$res/$t.tap" ]; then
-		grep -E '^not ok' "$res/$t.tap" | sed 's/^/         /' | head -n 20
+		{ grep -E '^not ok' "$res/$t.tap" || true; } | head -n 20 | sed 's/^/         /'
 	fi
-	[ -f "$res/$t.dmesg" ] && sed 's/^/         /' "$res/$t.dmesg" | head -n 60
+	if [ -f "$res/$t.dmesg" ]; then
+		head -n 60 "$res/$t.dmesg" | sed 's/^/         /'
+	fi
 done
 
+pass=0 fail=0 skip=0 klog=0
+problems=()
 if [ -s "$res/summary" ]; then
 	read -r pass fail skip klog <"$res/summary"
-elif [ "$demo" -eq 1 ] && [ -s "$res/demo.status" ]; then
-	read -r demo_rc <"$res/demo.status"
-	[ "$demo_rc" -eq 0 ] || problems+=("demo script failed (status $demo_rc)")
 else
-	where=""
-	[ -s "$res/progress" ] && where=" during $(cat "$res/progress")"
-	problems+=("guest did not finish$where")
-	# Count what the finished suites reported.
+	# Crashed, hung or killed: count what the finished suites reported.
 	for r in "$res"/*.result; do
 		[ -e "$r" ] || continue
 		read -r p f s _ <"$r" || true
 		pass=$((pass + p)) fail=$((fail + f)) skip=$((skip + s))
 	done
+	where="while booting or loading the modules"
+	if [ -s "$res/progress" ]; then
+		cur=$(cat "$res/progress")
+		where="during $cur"
+		partial=$(ls "$res"/*"-$(echo "$cur" | tr / _).tap" 2>/dev/null | tail -n 1)
+		if [ -n "$partial" ]; then
+			echo "---- output of $cur so far ----"
+			tail -n 20 "$partial"
+			echo "----"
+		fi
+	fi
+	[ "$demo" -eq 1 ] && where="during the demo"
+	if [ "$demo" -eq 1 ] && [ -s "$res/demo.status" ] && [ "$rc" -eq 0 ]; then
+		read -r demo_rc <"$res/demo.status"
+		[ "$demo_rc" -eq 0 ] || problems+=("demo script failed (status $demo_rc)")
+	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+		problems+=("guest hung: killed after the ${GUEST_TIMEOUT}s timeout $where")
+	else
+		problems+=("guest crashed or stopped (qemu status $rc) $where")
+	fi
 fi
 
 # The whole serial log, whatever the guest reported.  A splat the guest
 # already counted (klog) is not counted twice.
+bad_log=0
 if excerpt=$("$here/logscan.sh" "$log"); then
+	bad_log=1
 	echo "$excerpt"
 	[ "$klog" -gt 0 ] || problems+=("kernel log shows a WARNING/BUG/Oops/lockdep/hung task/panic")
 fi
@@ -193,9 +205,11 @@ if [ ${#problems[@]} -gt 0 ]; then
 		echo "  FAIL $p"
 	done
 	fail=$((fail + ${#problems[@]}))
-	echo "---- last 40 lines of $log ----"
-	tail -n 40 "$log" 2>/dev/null || true
-	echo "----"
+	if [ "$bad_log" -eq 0 ]; then
+		echo "---- last 40 lines of $log ----"
+		tail -n 40 "$log" 2>/dev/null || true
+		echo "----"
+	fi
 fi
 
 if [ "$demo" -eq 0 ] && [ -z "$suites" ]; then

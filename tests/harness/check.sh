@@ -1,0 +1,130 @@
+#!/bin/bash
+# check.sh: what `make check` runs.  Installs dependencies, builds loopfs.ko
+# for every supported kernel (warnings are errors), builds the userspace
+# tests, runs the DKMS cycle, then every suite in a guest of each kernel.
+# Prints per-kernel totals and, as the very last line,
+# "N passed, N failed" (", N skipped" if any).  Exit status 1 on any failure.
+#
+# Environment: SUITES (subset of suites, see run-guest.sh), KERNELS (only
+# kernels whose version starts with one of these words, e.g. KERNELS=6.12),
+# DKMS_TEST (1 runs the DKMS test; default 1, or 0 when SUITES is set),
+# LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+MAKE=${MAKE:-make}
+export LOOPFS_QUICK=${LOOPFS_QUICK-1}
+DKMS_TEST=${DKMS_TEST:-$([ -n "${SUITES:-}" ] && echo 0 || echo 1)}
+cd "$src" || exit 1
+
+t0=$(date +%s)
+host_pass=0 host_fail=0 host_skip=0
+rows=()
+
+step() { echo; echo "=== $* ($(($(date +%s) - t0))s)"; }
+
+host_result() {
+	# host_result OK|FAIL description
+	if [ "$1" = OK ]; then
+		host_pass=$((host_pass + 1))
+		echo "ok - $2"
+	else
+		host_fail=$((host_fail + 1))
+		echo "not ok - $2"
+	fi
+}
+
+selected() {
+	local k=$1 w
+	[ -n "${KERNELS:-}" ] || return 0
+	for w in $KERNELS; do
+		case $k in "$w"*) return 0 ;; esac
+	done
+	return 1
+}
+
+summary() {
+	local p=$host_pass f=$host_fail s=$host_skip r kp kf ks
+	echo
+	echo "=== summary ($(($(date +%s) - t0))s)"
+	printf '  %-28s %d passed, %d failed\n' "host (build, dkms)" "$host_pass" "$host_fail"
+	for r in "${rows[@]}"; do
+		read -r k kp kf ks <<<"$r"
+		printf '  %-28s %d passed, %d failed, %d skipped\n' "$k" "$kp" "$kf" "$ks"
+		p=$((p + kp)) f=$((f + kf)) s=$((s + ks))
+	done
+	if [ "$s" -gt 0 ]; then
+		echo "$p passed, $f failed, $s skipped"
+	else
+		echo "$p passed, $f failed"
+	fi
+	[ "$f" -eq 0 ]
+	exit
+}
+
+step "dependencies"
+if ! $MAKE --no-print-directory deps; then
+	host_result FAIL "make deps"
+	summary
+fi
+
+step "kernel module builds (-Werror)"
+guests=()
+mapfile -t all_kvers < <("$here/kvers.sh" all)
+mapfile -t guest_kvers < <("$here/kvers.sh" guest)
+if [ ${#guest_kvers[@]} -lt 2 ]; then
+	host_result FAIL "found a 6.1 and a 6.12 kernel in /boot (have: ${guest_kvers[*]:-none})"
+fi
+for k in "${all_kvers[@]}"; do
+	selected "$k" || continue
+	if "$here/build-module.sh" "$k"; then
+		host_result OK "build loopfs.ko for $k"
+		for g in "${guest_kvers[@]}"; do
+			[ "$g" = "$k" ] && guests+=("$k")
+		done
+	else
+		host_result FAIL "build loopfs.ko for $k"
+	fi
+done
+
+step "userspace tests"
+tests_ok=1
+if $MAKE --no-print-directory tests-build; then
+	host_result OK "make tests-build"
+else
+	host_result FAIL "make tests-build"
+	tests_ok=0
+fi
+
+if [ "$DKMS_TEST" = 1 ]; then
+	step "DKMS"
+	dkms_out=$(mktemp)
+	"$here/../dkms/dkms-test.sh" 2>&1 | tee "$dkms_out"
+	dp=$(grep -cE '^ok( |$)' "$dkms_out")
+	df=$(grep -cE '^not ok( |$)' "$dkms_out")
+	if ! grep -qE '^1\.\.[0-9]+' "$dkms_out" || [ $((dp + df)) -eq 0 ]; then
+		df=$((df + 1))
+		echo "not ok - dkms test produced no results"
+	fi
+	host_pass=$((host_pass + dp)) host_fail=$((host_fail + df))
+	rm -f "$dkms_out"
+fi
+
+if [ "$tests_ok" -eq 0 ]; then
+	echo "userspace tests did not build: guests not booted"
+	summary
+fi
+
+for k in "${guests[@]}"; do
+	step "guest $k"
+	"$here/run-guest.sh" "$k"
+	if [ -s "$src/.build/results/$k.totals" ]; then
+		read -r gp gf gs _ <"$src/.build/results/$k.totals"
+	else
+		gp=0 gf=1 gs=0
+	fi
+	rows+=("$k $gp $gf $gs")
+done
+
+summary
