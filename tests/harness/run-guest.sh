@@ -132,7 +132,7 @@ if [ "$demo" -eq 1 ]; then
 	timeout --foreground -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null &
 	qpid=$!
 	while [ ! -e "$log" ] && kill -0 "$qpid" 2>/dev/null; do sleep 0.2; done
-	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -n '/^=== loopfs demo/,$p' || true
+	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -u -n '/^=== loopfs demo/,$p' || true
 	wait "$qpid" || rc=$?
 else
 	timeout --foreground -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
@@ -205,7 +205,7 @@ if [ ${#problems[@]} -gt 0 ]; then
 		echo "  FAIL $p"
 	done
 	fail=$((fail + ${#problems[@]}))
-	if [ "$bad_log" -eq 0 ]; then
+	if [ "$bad_log" -eq 0 ] && [ "$demo" -eq 0 ]; then
 		echo "---- last 40 lines of $log ----"
 		tail -n 40 "$log" 2>/dev/null || true
 		echo "----"
@@ -215,6 +215,12 @@ fi
 if [ "$demo" -eq 0 ] && [ -z "$suites" ]; then
 	fail=$((fail + 1))
 	echo "  FAIL no suites to run"
+fi
+
+if [ "$demo" -eq 1 ]; then
+	[ "$fail" -eq 0 ] && echo "demo passed (${secs}s)" || echo "demo FAILED"
+	[ "$fail" -eq 0 ]
+	exit
 fi
 
 echo "$pass $fail $skip $secs" >"$build/results/$kver.totals"

@@ -1,0 +1,70 @@
+#!/bin/bash
+# Guest side of `make demo` (runs as PID 1 after switch_root, see
+# tests/harness/guest-init): the article's scenario, commands echoed.  A
+# container-like mount namespace with its own /dev gets a private loopfs
+# instance, points /dev/loop-control at it and uses plain util-linux tools;
+# the stock loop devices of the "host" stay untouched.
+set -uo pipefail
+
+R=${LOOPFS_RESULTS:?}
+export PS4='$ '
+
+scenario() {
+	PS4='$ '
+	set -ex
+	mount -t tmpfs tmpfs /dev
+	mkdir /dev/loopfs
+	mount -t loop loop /dev/loopfs
+	ls -l /dev/loopfs
+	ln -sf /dev/loopfs/loop-control /dev/loop-control
+	losetup -f
+	ln -sf /dev/loopfs/loop0 /dev/loop0
+	ls -l /dev/loopfs /dev/loop-control /dev/loop0
+
+	mkdir -p /tmp/demo/content /mnt/disk
+	echo "hello from an ext4 image on a private loop device" >/tmp/demo/content/hello
+	truncate -s 32M /tmp/demo/disk.img
+	mkfs.ext4 -q -d /tmp/demo/content /tmp/demo/disk.img
+	mount -o loop /tmp/demo/disk.img /mnt/disk
+	losetup -l
+	cat /mnt/disk/hello
+	umount /mnt/disk
+	losetup -l
+	umount /dev/loopfs
+}
+
+echo "=== loopfs demo on $(uname -r)"
+set -x
+modprobe loop
+insmod "$LOOPFS_KO"
+ls /dev/loop*
+losetup -l
+set +x
+
+echo
+echo "=== in a new mount namespace with a private /dev:"
+status=0
+unshare -m --propagation private bash -c "$(declare -f scenario); scenario" || status=$?
+
+echo
+echo "=== back outside: the stock loop devices are untouched"
+set -x
+ls /dev/loop*
+losetup -l
+grep -E '^(loop|loopfs) ' /proc/modules
+set +x
+# Nothing of ours may be attached to a stock device.
+if losetup -l -n | grep -q .; then
+	echo "stock loop devices are in use: the demo leaked"
+	status=1
+fi
+
+echo
+if [ "$status" -eq 0 ]; then
+	echo "=== loopfs demo: OK"
+else
+	echo "=== loopfs demo: FAILED (status $status)"
+fi
+echo "$status" >"$R/demo.status"
+sync
+busybox poweroff -f
