@@ -1,0 +1,114 @@
+# shellcheck shell=bash
+# Tiny TAP helper for the loopfs shell suites.
+#
+#   . "$(dirname "$0")/lib.sh"
+#   in_private_mount_ns "$@"          # re-exec the suite in its own mount namespace
+#   tap_plan 3
+#   run_test "name says the behaviour" test_function [args...]
+#   skip_test "name" "reason"
+#   tap_done                          # exit status: 0 if nothing failed
+#
+# Each test function runs in a subshell with `set -euo pipefail`; its output
+# is shown as TAP diagnostics only when it fails. State in the mount
+# namespace (mounts, bound devices) carries over from one test to the next,
+# so a suite can be a sequence of steps.
+
+TAP_N=0
+TAP_FAILED=0
+
+tap_plan() {
+	echo "TAP version 13"
+	echo "1..$1"
+}
+
+run_test() {
+	local name=$1 rc=0 log
+	shift
+	TAP_N=$((TAP_N + 1))
+	log=$(mktemp)
+	# A background job keeps `set -e` in force inside the test (it is
+	# ignored in subshells that are part of `if` or `||`).
+	( set -euo pipefail; "$@" ) >"$log" 2>&1 </dev/null &
+	wait $! || rc=$?
+	if [ "$rc" -eq 0 ]; then
+		echo "ok $TAP_N - $name"
+	else
+		echo "not ok $TAP_N - $name"
+		sed 's/^/# /' "$log"
+		echo "# (exit status $rc)"
+		TAP_FAILED=$((TAP_FAILED + 1))
+	fi
+	rm -f "$log"
+}
+
+skip_test() {
+	TAP_N=$((TAP_N + 1))
+	echo "ok $TAP_N - $1 # SKIP $2"
+}
+
+tap_done() {
+	[ "$TAP_FAILED" -eq 0 ]
+}
+
+# Fail the current test with a message.
+fail() {
+	echo "FAIL: $*" >&2
+	return 1
+}
+
+# expect_eq EXPECTED ACTUAL WHAT
+expect_eq() {
+	[ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"
+}
+
+in_private_mount_ns() {
+	if [ -z "${LOOPFS_PRIVATE_NS:-}" ]; then
+		LOOPFS_PRIVATE_NS=1 exec unshare -m --propagation private "$0" "$@"
+	fi
+}
+
+# Kernel log lines printed since the given line count.
+dmesg_lines() { dmesg | wc -l; }
+dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
+
+# Sysfs disk name of a block device node (loopfs3-0).
+disk_name() {
+	basename "$(readlink -f "/sys/dev/block/$(stat -L -c '%Hr:%Lr' "$1")")"
+}
+
+# Wait up to $2 seconds (default 3) for path $1 to disappear.
+wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-3} * 10; i++)); do
+		[ -e "$1" ] || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Replace /dev (in this private mount namespace) by a tmpfs holding null,
+# zero, urandom, a loopfs instance on /dev/loopfs and the article's symlinks:
+# /dev/loop-control and /dev/loop0..15 point into the instance. The host
+# devtmpfs stays reachable at /run/realdev.
+setup_private_dev_with_instance() {
+	local i
+	mkdir -p /run/realdev
+	mount -t devtmpfs devtmpfs /run/realdev
+	mount -t tmpfs -o mode=0755 tmpfs /dev
+	mknod -m 666 /dev/null c 1 3
+	mknod -m 666 /dev/zero c 1 5
+	mknod -m 666 /dev/urandom c 1 9
+	mkdir /dev/loopfs
+	mount -t loop loop /dev/loopfs
+	ln -s /dev/loopfs/loop-control /dev/loop-control
+	for i in $(seq 0 15); do
+		ln -s "/dev/loopfs/loop$i" "/dev/loop$i"
+	done
+}
+
+# No loop I/O errors or "operation not supported" since kernel log line $1.
+klog_clean_since() {
+	local bad
+	bad=$(dmesg_since "$1" | grep -iE "I/O error|operation not supported|blk_update_request|critical (medium|target)" || true)
+	[ -z "$bad" ] || fail "kernel log: $bad"
+}
