@@ -10,6 +10,7 @@
 # DKMS_TEST (1 runs the DKMS test; default 1, or 0 when SUITES is set),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
+exec 2>&1
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
