@@ -86,7 +86,10 @@ rm -f "$out/rc" "$out/out.log" "$out/dmesg.txt"
 drive=()
 [ -n "$disk" ] && drive=(-drive "file=$disk,if=virtio,format=raw,cache=none,aio=threads")
 accel=${BENCH_ACCEL:-tcg}
-cmdline="console=ttyS0 panic=-1 loglevel=4 bench.init=$here/guest-init.sh"
+# A kernel warning, oops or hang ends the guest at once (the harness does the same).
+cmdline="console=ttyS0 loglevel=4 panic=-1 panic_on_warn=1 oops=panic softlockup_panic=1"
+cmdline+=" hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=90"
+cmdline+=" bench.init=$here/guest-init.sh bench.repo=$repo"
 [ "$accel" = tcg ] && cmdline+=" tsc=reliable"
 
 set +e
@@ -95,6 +98,7 @@ timeout -k 10 "$tmo" qemu-system-x86_64 \
 	-nographic -no-reboot -nodefaults -serial stdio \
 	-kernel "/boot/vmlinuz-$kver" -initrd "$initrd" -append "$cmdline" \
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+	-virtfs "local,path=$repo,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
 	-virtfs "local,path=$out,mount_tag=results,security_model=none" \
 	"${drive[@]}" < /dev/null > "$out/console.log" 2>&1 &
 qpid=$!

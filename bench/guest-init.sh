@@ -8,6 +8,9 @@ mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 mkdir -p /dev/shm /dev/pts
 ln -sf /proc/self/fd /dev/fd
+ln -sf /proc/self/fd/0 /dev/stdin
+ln -sf /proc/self/fd/1 /dev/stdout
+ln -sf /proc/self/fd/2 /dev/stderr
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 echo 1 > /proc/sys/kernel/sysrq
 R=/run/results

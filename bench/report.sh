@@ -148,8 +148,8 @@ fmt() { # number -> compact (IOPS integers, MiB/s one decimal)
 
 if command -v gnuplot > /dev/null && [ -s "$dat" ]; then
 	term=png
-	gnuplot -e 'set terminal' 2>/dev/null | grep -qw pngcairo && term=pngcairo
-	gnuplot <<-EOF
+	gnuplot -e 'set terminal' < /dev/null 2>&1 | grep -qw pngcairo && term=pngcairo
+	gnuplot <<-EOF > /dev/null
 		set terminal $term size 1100,520
 		set output "$png"
 		set title "loopfs vs stock loop, $kver (throughput relative to fio on the backing file)"

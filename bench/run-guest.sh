@@ -151,7 +151,10 @@ if [ -z "$disk" ]; then
 else
 	meta ext4_disk "virtio-blk $disk ($(($(blockdev --getsize64 "$disk") >> 20)) MiB)"
 fi
-mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 "$disk"
+# No lazy init on the real disk: no background zeroing during the runs.
+lazy=0
+[ -b "$disk" ] && [[ $disk == /dev/loop* ]] && lazy=1
+mkfs.ext4 -q -F -E lazy_itable_init=$lazy,lazy_journal_init=$lazy "$disk"
 mkdir -p "$work/ext4"
 mount -t ext4 "$disk" "$work/ext4"
 at_exit umount "$work/ext4"
