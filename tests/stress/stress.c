@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopfs concurrency stress (issue 5). For a bounded time, worker processes
+ * hammer a few shared instances and private ones at once:
+ *   ctl      GET_FREE / ADD / ADD(-1) / REMOVE / unlink on shared instances
+ *   bind     open a shared device, LOOP_CONFIGURE it on a private file,
+ *            write + read back + verify, LOOP_CLR_FD or autoclear-close
+ *   open     open / BLKGETSIZE64 / close of random shared devices
+ *   churn    private instances: mount, bind, keep the fd, umount (plain or
+ *            lazy) under it, I/O on the orphan, close; detached instances
+ *            via fsopen/fsmount dropped with devices bound
+ *   remount  replaces the shared instances (lazy umount + mount) and
+ *            changes their max= cap underneath everybody
+ * Every call must succeed or fail with an errno documented for it. At the
+ * end no loopfs disk may remain, every per-user charge must be back, the
+ * module refcount must be zero and rmmod must succeed (then it is reloaded).
+ *
+ * Prints TAP; `# ops:` diagnostics give the operation counts reached.
+ * Usage: stress [seconds] (default 60, or 20 with LOOPFS_QUICK=1).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <linux/loop.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+/* Paths are PATH_MAX buffers built with snprintf; truncation cannot happen. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define NSHARED 3
+#define MAXIDX 12
+#define FILE_SIZE (1 << 20)
+#define SYSCTL "/proc/sys/user/max_loop_devices"
+
+enum op {
+	OP_CTL_OPEN, OP_GET_FREE, OP_ADD, OP_ADD_ANY, OP_REMOVE, OP_UNLINK,
+	OP_DEV_OPEN, OP_CONFIGURE, OP_IO, OP_CLR_FD, OP_SIZE,
+	OP_MOUNT, OP_UMOUNT, OP_REMOUNT, OP_DETACHED, OP_ORPHAN_IO,
+	OP_MAX
+};
+
+static const char * const op_name[OP_MAX] = {
+	"ctl_open", "get_free", "add", "add_any", "remove", "unlink",
+	"dev_open", "configure", "io", "clr_fd", "getsize",
+	"mount", "umount", "remount", "detached", "orphan_io",
+};
+
+struct shared {
+	volatile int stop;
+	long ok[OP_MAX];
+	long err[OP_MAX];
+	long unexpected;
+	long data_errors;
+	char diag[16][160];
+};
+
+static struct shared *sh;
+static char base[PATH_MAX];
+static char smnt[NSHARED][PATH_MAX];
+
+static void note_unexpected(enum op op, int e, const char *what)
+{
+	long n = __atomic_fetch_add(&sh->unexpected, 1, __ATOMIC_RELAXED);
+
+	if (n < 16)
+		snprintf(sh->diag[n], sizeof(sh->diag[n]), "%s %s: %s",
+			 op_name[op], what, strerrorname_np(e) ?: "E?");
+}
+
+/*
+ * Account one call: @r < 0 with errno in the 0-terminated @allowed list is
+ * an expected failure, anything else negative is unexpected.
+ */
+static int account(enum op op, long r, const char *what, ...)
+{
+	int e = errno, a;
+	va_list ap;
+
+	if (r >= 0) {
+		__atomic_fetch_add(&sh->ok[op], 1, __ATOMIC_RELAXED);
+		return 0;
+	}
+	va_start(ap, what);
+	while ((a = va_arg(ap, int)) != 0) {
+		if (a == e) {
+			va_end(ap);
+			__atomic_fetch_add(&sh->err[op], 1, __ATOMIC_RELAXED);
+			errno = e;
+			return -1;
+		}
+	}
+	va_end(ap);
+	note_unexpected(op, e, what);
+	errno = e;
+	return -1;
+}
+
+static int mount_instance(const char *dir, const char *opts)
+{
+	return account(OP_MOUNT, mount("loop", dir, "loop", 0, opts), "mount", 0);
+}
+
+static void pattern(unsigned char *b, size_t n, unsigned int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)((i * 2654435761u + seed) >> 13);
+}
+
+static int make_file(const char *path)
+{
+	static unsigned char buf[FILE_SIZE];
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -1;
+	pattern(buf, sizeof(buf), 1);
+	if (write(fd, buf, sizeof(buf)) != sizeof(buf)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void dev_path(char *buf, size_t len, const char *dir, int n)
+{
+	snprintf(buf, len, "%s/loop%d", dir, n);
+}
+
+/* ---------------- workers ---------------- */
+
+static void worker_ctl(unsigned int seed)
+{
+	char p[PATH_MAX];
+
+	while (!sh->stop) {
+		const char *dir = smnt[rand_r(&seed) % NSHARED];
+		int ctl, n;
+
+		snprintf(p, sizeof(p), "%s/loop-control", dir);
+		ctl = open(p, O_RDWR | O_CLOEXEC);
+		if (account(OP_CTL_OPEN, ctl, "open loop-control", ENOENT, 0))
+			continue;
+		for (int i = 0; i < 8 && !sh->stop; i++) {
+			n = rand_r(&seed) % MAXIDX;
+			switch (rand_r(&seed) % 5) {
+			case 0:
+				account(OP_GET_FREE, ioctl(ctl, LOOP_CTL_GET_FREE),
+					"GET_FREE", ENOSPC, 0);
+				break;
+			case 1:
+				account(OP_ADD, ioctl(ctl, LOOP_CTL_ADD, n), "ADD",
+					EEXIST, ENOSPC, 0);
+				break;
+			case 2:
+				account(OP_ADD_ANY, ioctl(ctl, LOOP_CTL_ADD, -1),
+					"ADD(-1)", ENOSPC, 0);
+				break;
+			case 3:
+				account(OP_REMOVE, ioctl(ctl, LOOP_CTL_REMOVE, n),
+					"REMOVE", ENODEV, EBUSY, 0);
+				break;
+			default:
+				dev_path(p, sizeof(p), dir, n);
+				account(OP_UNLINK, unlink(p), "unlink", ENOENT,
+					EBUSY, 0);
+			}
+		}
+		close(ctl);
+	}
+}
+
+/* Write a pattern at a random block, read it back through the device. */
+static void io_check(int dev, unsigned int *seed, enum op op)
+{
+	unsigned char w[4096], r[4096];
+	off_t off = (off_t)(rand_r(seed) % (FILE_SIZE / 4096)) * 4096;
+
+	pattern(w, sizeof(w), rand_r(seed));
+	if (account(op, pwrite(dev, w, sizeof(w), off) == sizeof(w) ? 0 : -1,
+		    "pwrite", 0))
+		return;
+	if (rand_r(seed) % 4 == 0)
+		account(op, fsync(dev), "fsync", 0);
+	if (account(op, pread(dev, r, sizeof(r), off) == sizeof(r) ? 0 : -1,
+		    "pread", 0))
+		return;
+	if (memcmp(w, r, sizeof(w)))
+		__atomic_fetch_add(&sh->data_errors, 1, __ATOMIC_RELAXED);
+}
+
+static void worker_bind(unsigned int seed, int id)
+{
+	char p[PATH_MAX], file[PATH_MAX];
+	int fd;
+
+	snprintf(file, sizeof(file), "%s/bind%d.img", base, id);
+	fd = make_file(file);
+	while (!sh->stop) {
+		struct loop_config cfg;
+		int dev, autoclear;
+
+		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
+			 rand_r(&seed) % MAXIDX);
+		dev = open(p, O_RDWR | O_CLOEXEC);
+		if (account(OP_DEV_OPEN, dev, "open device", ENOENT, ENXIO, 0))
+			continue;
+		autoclear = rand_r(&seed) % 2;
+		memset(&cfg, 0, sizeof(cfg));
+		cfg.fd = fd;
+		cfg.block_size = rand_r(&seed) % 2 ? 4096 : 0;
+		cfg.info.lo_flags = autoclear ? LO_FLAGS_AUTOCLEAR : 0;
+		if (account(OP_CONFIGURE, ioctl(dev, LOOP_CONFIGURE, &cfg),
+			    "CONFIGURE", EBUSY, ENXIO, ENODEV, 0)) {
+			close(dev);
+			continue;
+		}
+		for (int i = 0; i < 4; i++)
+			io_check(dev, &seed, OP_IO);
+		if (!autoclear)
+			account(OP_CLR_FD, ioctl(dev, LOOP_CLR_FD), "CLR_FD", 0);
+		close(dev);
+	}
+	close(fd);
+}
+
+static void worker_open(unsigned int seed)
+{
+	char p[PATH_MAX];
+
+	while (!sh->stop) {
+		uint64_t sz;
+		int dev;
+
+		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
+			 rand_r(&seed) % MAXIDX);
+		dev = open(p, O_RDONLY | O_CLOEXEC);
+		if (account(OP_DEV_OPEN, dev, "open device ro", ENOENT, ENXIO, 0))
+			continue;
+		account(OP_SIZE, ioctl(dev, BLKGETSIZE64, &sz), "BLKGETSIZE64", 0);
+		if (rand_r(&seed) % 8 == 0)
+			usleep(rand_r(&seed) % 20000);
+		close(dev);
+	}
+}
+
+/* A detached instance with a bound, open device, dropped as a whole. */
+static void detached_round(int fd, unsigned int *seed)
+{
+	int fsfd, mfd, ctl, dev = -1;
+
+	fsfd = syscall(SYS_fsopen, "loop", FSOPEN_CLOEXEC);
+	if (account(OP_DETACHED, fsfd, "fsopen", 0))
+		return;
+	if (account(OP_DETACHED, syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE,
+					 NULL, NULL, 0), "fsconfig", 0)) {
+		close(fsfd);
+		return;
+	}
+	mfd = syscall(SYS_fsmount, fsfd, FSMOUNT_CLOEXEC, 0);
+	close(fsfd);
+	if (account(OP_DETACHED, mfd, "fsmount", 0))
+		return;
+	ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+	if (!account(OP_CTL_OPEN, ctl, "openat loop-control", 0) &&
+	    !account(OP_GET_FREE, ioctl(ctl, LOOP_CTL_GET_FREE), "GET_FREE", ENOSPC, 0)) {
+		dev = openat(mfd, "loop0", O_RDWR | O_CLOEXEC);
+		if (!account(OP_DEV_OPEN, dev, "openat loop0", 0) &&
+		    !account(OP_CONFIGURE, ioctl(dev, LOOP_SET_FD, fd), "SET_FD", 0))
+			io_check(dev, seed, OP_IO);
+	}
+	/* Drop in a random order: mount first, or device first. */
+	if (rand_r(seed) % 2)
+		close(mfd);
+	if (ctl >= 0)
+		close(ctl);
+	if (dev >= 0)
+		close(dev);
+	if (fcntl(mfd, F_GETFD) >= 0)
+		close(mfd);
+}
+
+static void worker_churn(unsigned int seed, int id)
+{
+	char dir[PATH_MAX], file[PATH_MAX], p[PATH_MAX];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/churn%d", base, id);
+	snprintf(file, sizeof(file), "%s/churn%d.img", base, id);
+	mkdir(dir, 0755);
+	fd = make_file(file);
+	while (!sh->stop) {
+		int ctl, dev = -1, n, lazy;
+
+		if (rand_r(&seed) % 3 == 0) {
+			detached_round(fd, &seed);
+			continue;
+		}
+		if (mount_instance(dir, rand_r(&seed) % 2 ? "max=4" : NULL))
+			continue;
+		snprintf(p, sizeof(p), "%s/loop-control", dir);
+		ctl = open(p, O_RDWR | O_CLOEXEC);
+		if (!account(OP_CTL_OPEN, ctl, "open own loop-control", 0)) {
+			n = ioctl(ctl, LOOP_CTL_GET_FREE);
+			if (!account(OP_GET_FREE, n, "GET_FREE own", ENOSPC, 0)) {
+				dev_path(p, sizeof(p), dir, n);
+				dev = open(p, O_RDWR | O_CLOEXEC);
+				if (!account(OP_DEV_OPEN, dev, "open own", 0))
+					account(OP_CONFIGURE,
+						ioctl(dev, LOOP_SET_FD, fd),
+						"SET_FD own", 0);
+			}
+			for (int i = 0; i < 3; i++)
+				account(OP_ADD_ANY, ioctl(ctl, LOOP_CTL_ADD, -1),
+					"ADD(-1) own", ENOSPC, 0);
+			close(ctl);
+		}
+		/* Tear the instance down under the open, bound device. */
+		lazy = dev >= 0 || rand_r(&seed) % 2;
+		account(OP_UMOUNT, umount2(dir, lazy ? MNT_DETACH : 0),
+			"umount own", 0);
+		if (dev >= 0) {
+			for (int i = 0; i < 2; i++)
+				io_check(dev, &seed, OP_ORPHAN_IO);
+			close(dev);
+		}
+	}
+	close(fd);
+}
+
+static void worker_remount(unsigned int seed)
+{
+	char opts[32];
+
+	while (!sh->stop) {
+		int i = rand_r(&seed) % NSHARED;
+
+		usleep(50000 + rand_r(&seed) % 200000);
+		if (rand_r(&seed) % 3 == 0) {
+			snprintf(opts, sizeof(opts), "max=%d", 4 + rand_r(&seed) % 12);
+			account(OP_REMOUNT, mount(NULL, smnt[i], NULL, MS_REMOUNT, opts),
+				"remount max", 0);
+			continue;
+		}
+		account(OP_UMOUNT, umount2(smnt[i], MNT_DETACH), "umount shared", 0);
+		mount_instance(smnt[i], NULL);
+	}
+}
+
+/* ---------------- checks ---------------- */
+
+static int count_loopfs_disks(void)
+{
+	DIR *d = opendir("/sys/block");
+	struct dirent *de;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		n += !strncmp(de->d_name, "loopfs", 6);
+	closedir(d);
+	return n;
+}
+
+static long read_long(const char *path)
+{
+	char buf[64] = "";
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	return n > 0 ? strtol(buf, NULL, 10) : -1;
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	int ok;
+
+	if (fd < 0)
+		return -1;
+	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static int tap_n;
+static int tap_failed;
+
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", ok ? "" : "not ", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	tap_failed += !ok;
+}
+
+/* With the per-user limit at 4, exactly 4 devices fit: nothing leaked. */
+static int charges_are_zero(void)
+{
+	char dir[PATH_MAX], p[PATH_MAX];
+	int ctl, ok = 1;
+
+	snprintf(dir, sizeof(dir), "%s/final", base);
+	mkdir(dir, 0755);
+	if (write_str(SYSCTL, "4") || mount("loop", dir, "loop", 0, NULL))
+		return 0;
+	snprintf(p, sizeof(p), "%s/loop-control", dir);
+	ctl = open(p, O_RDWR);
+	for (int i = 0; i < 4; i++)
+		ok &= ioctl(ctl, LOOP_CTL_ADD, -1) == i;
+	ok &= ioctl(ctl, LOOP_CTL_ADD, -1) < 0 && errno == ENOSPC;
+	close(ctl);
+	umount(dir);
+	write_str(SYSCTL, "255");
+	return ok;
+}
+
+static int unload_and_reload(void)
+{
+	const char *ko = getenv("LOOPFS_KO");
+	int fd, r = 0;
+
+	for (int i = 0; i < 500 && read_long("/sys/module/loopfs/refcnt") > 0; i++)
+		usleep(10000);
+	printf("# refcnt before rmmod: %ld\n", read_long("/sys/module/loopfs/refcnt"));
+	if (system("rmmod loopfs")) {
+		printf("# rmmod loopfs failed\n");
+		r = -1;
+	}
+	if (access("/sys/module/loopfs", F_OK) == 0)
+		return -1;
+	if (!ko)
+		return -1;
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || syscall(SYS_finit_module, fd, "", 0)) {
+		printf("# reloading %s failed: %s\n", ko, strerror(errno));
+		r = -1;
+	}
+	if (fd >= 0)
+		close(fd);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	int secs = argc > 1 ? atoi(argv[1]) : getenv("LOOPFS_QUICK") &&
+		   *getenv("LOOPFS_QUICK") == '1' ? 20 : 60;
+	unsigned int seed = getenv("STRESS_SEED") ? atoi(getenv("STRESS_SEED")) :
+			    (unsigned int)time(NULL);
+	pid_t pids[16];
+	int npids = 0, hung = 0, gone;
+	long total = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	printf("TAP version 13\n1..6\n");
+	printf("# %d s, seed %u (STRESS_SEED=%u reproduces the schedule's choices)\n",
+	       secs, seed, seed);
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED || !getcwd(base, sizeof(base)) ||
+	    unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		printf("Bail out! set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < NSHARED; i++) {
+		snprintf(smnt[i], sizeof(smnt[i]), "%s/shared%d", base, i);
+		mkdir(smnt[i], 0755);
+		if (mount("loop", smnt[i], "loop", 0, NULL)) {
+			printf("Bail out! mount: %s\n", strerror(errno));
+			return 1;
+		}
+	}
+
+#define SPAWN(call) do {						\
+		pid_t __p = fork();					\
+		if (__p == 0) {						\
+			call;						\
+			_exit(0);					\
+		}							\
+		if (__p > 0)						\
+			pids[npids++] = __p;				\
+	} while (0)
+	SPAWN(worker_ctl(seed + 1));
+	SPAWN(worker_ctl(seed + 2));
+	SPAWN(worker_bind(seed + 3, 0));
+	SPAWN(worker_bind(seed + 4, 1));
+	SPAWN(worker_open(seed + 5));
+	SPAWN(worker_churn(seed + 6, 0));
+	SPAWN(worker_churn(seed + 7, 1));
+	SPAWN(worker_remount(seed + 8));
+
+	sleep(secs);
+	sh->stop = 1;
+	/* Every worker must notice and finish within 60 s. */
+	for (int i = 0; i < 600; i++) {
+		gone = 0;
+		for (int j = 0; j < npids; j++)
+			if (pids[j] == 0 || waitpid(pids[j], NULL, WNOHANG) == pids[j]) {
+				pids[j] = 0;
+				gone++;
+			}
+		if (gone == npids)
+			break;
+		usleep(100000);
+	}
+	for (int j = 0; j < npids; j++) {
+		if (pids[j]) {
+			hung++;
+			printf("# worker %d still running; its stack:\n", pids[j]);
+			fflush(stdout);
+			char cmd[64];
+
+			snprintf(cmd, sizeof(cmd), "sed 's/^/#   /' /proc/%d/stack", pids[j]);
+			if (system(cmd))
+				printf("#   (no stack)\n");
+		}
+	}
+
+	printf("# ops:");
+	for (int i = 0; i < OP_MAX; i++) {
+		printf(" %s=%ld/%ld", op_name[i], sh->ok[i], sh->err[i]);
+		total += sh->ok[i] + sh->err[i];
+	}
+	printf("\n# ops: total %ld calls (ok/expected-errno) in %d s\n", total, secs);
+	for (int i = 0; i < 16 && i < sh->unexpected; i++)
+		printf("# unexpected: %s\n", sh->diag[i]);
+
+	tap(sh->unexpected == 0 && total > 0,
+	    "%ld calls in %d s, each succeeded or failed with a documented errno (%ld did not)",
+	    total, secs, sh->unexpected);
+	tap(sh->data_errors == 0 && sh->ok[OP_IO] > 0,
+	    "data written through bound devices read back identical (%ld mismatches, %ld I/O calls)",
+	    sh->data_errors, sh->ok[OP_IO] + sh->ok[OP_ORPHAN_IO]);
+	tap(hung == 0, "every worker finished after the stop signal (%d hung)", hung);
+	if (hung)
+		return 1;
+
+	for (int i = 0; i < NSHARED; i++)
+		umount2(smnt[i], MNT_DETACH);
+	for (int i = 0; i < 1000 && count_loopfs_disks() > 0; i++)
+		usleep(10000);
+	tap(count_loopfs_disks() == 0, "no loopfs disk left in /sys/block (%d)",
+	    count_loopfs_disks());
+	tap(charges_are_zero(), "per-user charges back to zero: exactly 4 devices fit under a limit of 4");
+	tap(unload_and_reload() == 0, "module refcount drops to zero, rmmod loopfs succeeds, reload works");
+	return tap_failed ? 1 : 0;
+}
