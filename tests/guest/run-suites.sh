@@ -4,7 +4,8 @@
 # every suite in $SUITES with its own timeout and a fresh scratch dir, checks
 # dmesg after each, writes TAP and a summary to $LOOPFS_RESULTS, powers off.
 #
-# Per suite, $LOOPFS_RESULTS/NN-name.{tap,result} and on trouble .dmesg;
+# Per suite, $LOOPFS_RESULTS/NN-name.tap (its output), NN-name.result
+# ("passed failed skipped seconds name notes...") and on trouble NN-name.dmesg;
 # at the end $LOOPFS_RESULTS/summary: "passed failed skipped kernel_log_failures".
 set -uo pipefail
 
@@ -33,7 +34,7 @@ dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
 setup_fail() {
 	say "SETUP FAILED: $*"
 	echo "not ok - setup: $*" >"$R/00-setup.tap"
-	echo "0 1 0 0 setup: $*" >"$R/00-setup.result"
+	echo "0 1 0 0 setup $*" >"$R/00-setup.result"
 	total_fail=$((total_fail + 1))
 	finish
 }
@@ -105,7 +106,7 @@ run_suite() {
 	fi
 
 	fail=$((fail + sfail))
-	echo "$pass $fail $skip $secs$notes" >"$R/$tag.result"
+	echo "$pass $fail $skip $secs $name$notes" >"$R/$tag.result"
 	total_pass=$((total_pass + pass))
 	total_fail=$((total_fail + fail))
 	total_skip=$((total_skip + skip))

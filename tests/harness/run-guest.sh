@@ -144,12 +144,11 @@ for r in "$res"/*.result; do
 	[ -e "$r" ] || continue
 	t=${r##*/}
 	t=${t%.result}
-	read -r p f s sec notes <"$r" || true
+	read -r p f s sec name notes <"$r" || true
 	status=PASS
 	[ "$f" -eq 0 ] || status=FAIL
 	printf '  %-4s %-50s %3d passed, %d failed, %d skipped (%ss)%s\n' \
-		"$status" "$(echo "${t#[0-9][0-9]-}" | tr _ /)" "$p" "$f" "$s" "$sec" \
-		"${notes:+ -$notes}"
+		"$status" "$name" "$p" "$f" "$s" "$sec" "${notes:+ -$notes}"
 	if [ "$f" -ne 0 ] && [ -f "$res/$t.tap" ]; then
 		{ grep -E '^not ok' "$res/$t.tap" || true; } | head -n 20 | sed 's/^/         /'
 	fi
