@@ -310,7 +310,7 @@ static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
 		ret = ldev->file->f_op->write_iter(&iocb, &iter);
 		if (ret <= 0)
 			break;
-		iocb.ki_pos += ret;
+		/* ->write_iter() has advanced ki_pos. */
 		left -= ret;
 	}
 	if (S_ISREG(inode->i_mode))
