@@ -43,7 +43,7 @@ list_suites() {
 	local pats=("$@") p f
 	if [ ${#pats[@]} -eq 0 ]; then
 		pats=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
-			tests/fuzz/'*.sh' tests/tools/'*.sh')
+			tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
 	fi
 	for p in "${pats[@]}"; do
 		case $p in
