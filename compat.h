@@ -164,6 +164,13 @@ static inline int compat_apply_limits(struct request_queue *q,
 }
 #endif
 
+/* 6.3 passes inode operations a mnt_idmap instead of a user namespace. */
+#ifdef LOOPFS_HAVE_MNT_IDMAP
+typedef struct mnt_idmap compat_idmap_t;
+#else
+typedef struct user_namespace compat_idmap_t;
+#endif
+
 /* 6.6 added simple_inode_init_ts(); older kernels set the times by hand. */
 static inline void compat_inode_init_ts(struct inode *inode)
 {

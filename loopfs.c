@@ -648,8 +648,16 @@ static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 	return simple_unlink(dir, dentry);
 }
 
+/* Only loopfs makes nodes here; the VFS says EACCES without ->create. */
+static int loopfs_create(compat_idmap_t *idmap, struct inode *dir,
+			 struct dentry *dentry, umode_t mode, bool excl)
+{
+	return -EPERM;
+}
+
 static const struct inode_operations loopfs_dir_iops = {
 	.lookup	= simple_lookup,
+	.create	= loopfs_create,
 	.unlink	= loopfs_unlink,
 };
 
