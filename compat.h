@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * compat.h - the only place in loopfs that knows kernel API differences.
+ * The only place in loopfs that knows kernel API differences.
  *
  * Supported: Debian 12's 6.1 and the 6.12 backport. Debian's 6.1 carries
  * some newer helpers, so every switch below is a feature probe made by
@@ -26,11 +26,12 @@ struct compat_limits {
 /*
  * block_device_operations: 6.5 replaced fmode_t with blk_mode_t, passes
  * the gendisk to ->open and drops the mode from ->release.
+ * (Type aliases are macros: typedefs of kernel types are frowned upon.)
  * COMPAT_BDOPS_OPEN/RELEASE(fn) define fn_bdops() adapters around
  * fn(struct gendisk *, loopfs_mode_t) and fn(struct gendisk *).
  */
 #ifdef LOOPFS_HAVE_BLK_MODE_T
-typedef blk_mode_t loopfs_mode_t;
+#define loopfs_mode_t		blk_mode_t
 #define LOOPFS_MODE_WRITE	BLK_OPEN_WRITE
 #define LOOPFS_MODE_EXCL	BLK_OPEN_EXCL
 #define COMPAT_BDOPS_OPEN(fn)						\
@@ -38,13 +39,14 @@ static int fn##_bdops(struct gendisk *disk, blk_mode_t mode)		\
 {									\
 	return fn(disk, mode);						\
 }
+
 #define COMPAT_BDOPS_RELEASE(fn)					\
 static void fn##_bdops(struct gendisk *disk)				\
 {									\
 	fn(disk);							\
 }
 #else
-typedef fmode_t loopfs_mode_t;
+#define loopfs_mode_t		fmode_t
 #define LOOPFS_MODE_WRITE	FMODE_WRITE
 #define LOOPFS_MODE_EXCL	FMODE_EXCL
 #define COMPAT_BDOPS_OPEN(fn)						\
@@ -52,6 +54,7 @@ static int fn##_bdops(struct block_device *bdev, fmode_t mode)		\
 {									\
 	return fn(bdev->bd_disk, mode);					\
 }
+
 #define COMPAT_BDOPS_RELEASE(fn)					\
 static void fn##_bdops(struct gendisk *disk, fmode_t mode)		\
 {									\
@@ -166,9 +169,9 @@ static inline int compat_apply_limits(struct request_queue *q,
 
 /* 6.3 passes inode operations a mnt_idmap instead of a user namespace. */
 #ifdef LOOPFS_HAVE_MNT_IDMAP
-typedef struct mnt_idmap compat_idmap_t;
+#define compat_idmap_t		struct mnt_idmap
 #else
-typedef struct user_namespace compat_idmap_t;
+#define compat_idmap_t		struct user_namespace
 #endif
 
 /* 6.6 added simple_inode_init_ts(); older kernels set the times by hand. */
@@ -177,7 +180,11 @@ static inline void compat_inode_init_ts(struct inode *inode)
 #ifdef LOOPFS_HAVE_SIMPLE_INODE_INIT_TS
 	simple_inode_init_ts(inode);
 #else
-	inode->i_atime = inode->i_mtime = inode->i_ctime = current_time(inode);
+	struct timespec64 now = current_time(inode);
+
+	inode->i_atime = now;
+	inode->i_mtime = now;
+	inode->i_ctime = now;
 #endif
 }
 

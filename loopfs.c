@@ -588,6 +588,7 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 	case LOOP_CTL_GET_FREE:
 		break;
 	default:
+		/* What the in-tree loop-control answers (checkpatch objects). */
 		return -ENOSYS;
 	}
 	inode_lock(dir);
@@ -683,10 +684,10 @@ struct loopfs_fs_context {
 	bool max_set;
 };
 
-enum { Opt_max };
+enum { LOOPFS_OPT_MAX };
 
 static const struct fs_parameter_spec loopfs_fs_parameters[] = {
-	fsparam_u32("max", Opt_max),
+	fsparam_u32("max", LOOPFS_OPT_MAX),
 	{}
 };
 
@@ -815,9 +816,11 @@ static const struct fs_context_operations loopfs_context_ops = {
 
 static int loopfs_init_fs_context(struct fs_context *fc)
 {
-	fc->fs_private = kzalloc(sizeof(struct loopfs_fs_context), GFP_KERNEL);
-	if (!fc->fs_private)
+	struct loopfs_fs_context *ctx = kzalloc(sizeof(*ctx), GFP_KERNEL);
+
+	if (!ctx)
 		return -ENOMEM;
+	fc->fs_private = ctx;
 	fc->ops = &loopfs_context_ops;
 	return 0;
 }

@@ -15,7 +15,7 @@
 
 #define LOOPFS_SUPER_MAGIC	0x6c6f6f71
 /* Indices per instance, as many as the in-tree driver has minors for. */
-#define LOOPFS_MAX_INDEX	(1U << MINORBITS)
+#define LOOPFS_MAX_INDEX	(MINORMASK + 1)
 
 struct loop_dev;
 struct super_block;
