@@ -693,7 +693,8 @@ static long ia32_ioctl(int fd, unsigned int cmd, uint32_t arg)
 static void seq_compat_32bit_loop_info(struct trace *t, struct drv *d)
 {
 	struct compat_loop_info *ci;
-	struct loop_info64 li64;
+	struct loop_info64 li64, *li64p;
+	struct loop_config *cfgp;
 	struct stat st;
 	char buf[200];
 	int dev = dev_open(d, 0, O_RDWR);
@@ -730,10 +731,41 @@ static void seq_compat_32bit_loop_info(struct trace *t, struct drv *d)
 		 ia32_ioctl(dev, LOOP_SET_STATUS, (uint32_t)(uintptr_t)ci));
 	rec_status64(t, d, dev, 0, "a.img");
 	rec_call(t, "compat GET_STATUS NULL", ia32_ioctl(dev, LOOP_GET_STATUS, 0));
+	/* loop_info64 and loop_config have one layout for both ABIs. */
+	li64p = (struct loop_info64 *)(ci + 1);
+	memset(li64p, 0, sizeof(*li64p));
+	li64p->lo_offset = 8192;
+	li64p->lo_sizelimit = 65536;
+	strcpy((char *)li64p->lo_file_name, "compat64");
+	rec_call(t, "compat SET_STATUS64",
+		 ia32_ioctl(dev, LOOP_SET_STATUS64, (uint32_t)(uintptr_t)li64p));
+	memset(li64p, 0, sizeof(*li64p));
+	rec_call(t, "compat GET_STATUS64",
+		 ia32_ioctl(dev, LOOP_GET_STATUS64, (uint32_t)(uintptr_t)li64p));
+	rec_val(t, "compat64 offset/sizelimit/name", "%llu/%llu/%s",
+		(unsigned long long)li64p->lo_offset,
+		(unsigned long long)li64p->lo_sizelimit, li64p->lo_file_name);
+	rec_size(t, dev);
+	rec_call(t, "compat SET_BLOCK_SIZE 2048",
+		 ia32_ioctl(dev, LOOP_SET_BLOCK_SIZE, 2048));
+	rec_bsz(t, dev);
 	rec_call(t, "compat SET_CAPACITY", ia32_ioctl(dev, LOOP_SET_CAPACITY, 0));
 	rec_call(t, "compat CLR_FD", ia32_ioctl(dev, LOOP_CLR_FD, 0));
 	CALLX("GET_STATUS64 after compat clear",
 	      ioctl(dev, LOOP_GET_STATUS64, &li64), -ENXIO);
+	close(dev);
+	dev = dev_open(d, 0, O_RDWR);
+	cfgp = (struct loop_config *)(li64p + 1);
+	memset(cfgp, 0, sizeof(*cfgp));
+	cfgp->fd = fa;
+	cfgp->block_size = 4096;
+	cfgp->info.lo_offset = 4096;
+	cfgp->info.lo_flags = LO_FLAGS_AUTOCLEAR;
+	rec_call(t, "compat CONFIGURE",
+		 ia32_ioctl(dev, LOOP_CONFIGURE, (uint32_t)(uintptr_t)cfgp));
+	rec_status64(t, d, dev, 0, "a.img");
+	rec_size(t, dev);
+	rec_bsz(t, dev);
 	munmap(ci, 4096);
 	close(fa);
 	close(dev);

@@ -13,6 +13,7 @@
 #endif
 #include <grp.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include "loopfs_util.h"
 #include "kselftest_harness.h"
 
@@ -393,6 +394,117 @@ TEST(userns_root_gets_eperm_on_foreign_devices_it_only_reads)
 	close(fd);
 	close(ctl);
 	umount2(mnt, MNT_DETACH);
+	rm_public_dir(dir);
+}
+
+static int send_fd(int sock, int fd)
+{
+	char c = 'F', cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	return sendmsg(sock, &mh, 0) == 1 ? 0 : -errno;
+}
+
+static int recv_fd(int sock)
+{
+	char c, cbuf[CMSG_SPACE(sizeof(int))];
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf, .msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int fd;
+
+	if (recvmsg(sock, &mh, 0) != 1)
+		return -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	return fd;
+}
+
+/*
+ * The capability is checked against the device's instance, not the
+ * caller's namespace: the root of one container holding a read-only fd of
+ * another container's device gets EPERM, while that container's own root
+ * is allowed the same call.
+ */
+TEST(userns_root_gets_eperm_on_another_containers_device)
+{
+	char dir[PATH_MAX], mnt[PATH_MAX], file[PATH_MAX];
+	uid_t uid = unpriv_uid();
+	int sv[2], ack[2];
+	pid_t owner;
+	int st;
+
+	make_public_dir(_metadata, dir, sizeof(dir));
+	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
+	snprintf(file, sizeof(file), "%s/img", dir);
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	ASSERT_EQ(0, pipe(ack));
+	owner = fork();
+	ASSERT_LE(0, owner);
+	if (owner == 0) {
+		struct loop_info64 li;
+		int ctl, rw, ro, fd;
+		char c;
+
+		close(ack[1]);	/* EOF on ack if the parent dies */
+		/* Container A (uid+1): its own instance, a bound device. */
+		ASSERT_EQ(0, enter_userns_as(uid + 1, 1));
+		ASSERT_EQ(0, make_backing(file, 1 << 20, 6));
+		ASSERT_EQ(0, lfs_mount(mnt, NULL));
+		ctl = lfs_ctl(mnt);
+		ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
+		rw = lfs_open_dev(mnt, 0, O_RDWR);
+		fd = open(file, O_RDWR);
+		ASSERT_EQ(0, R(ioctl(rw, LOOP_SET_FD, fd)));
+		ro = lfs_open_dev(mnt, 0, O_RDONLY);
+		ASSERT_LE(0, ro);
+		ASSERT_EQ(0, send_fd(sv[0], ro));
+		ASSERT_EQ(1, read(ack[0], &c, 1));
+		/* A's root may do it through its own read-only fd. */
+		memset(&li, 0, sizeof(li));
+		li.lo_offset = 1024;
+		ASSERT_EQ(0, R(ioctl(ro, LOOP_SET_STATUS64, &li)));
+		ASSERT_EQ(0, R(ioctl(ro, LOOP_SET_CAPACITY, 0)));
+		ioctl(rw, LOOP_CLR_FD);
+		_exit(_metadata->passed ? 0 : 1);
+	}
+	IN_CHILD({
+		struct loop_info64 li;
+		int ro;
+
+		/* Container B (uid): receives A's read-only device fd. */
+		ASSERT_EQ(0, enter_userns_as(uid, 1));
+		ro = recv_fd(sv[1]);
+		ASSERT_LE(0, ro);
+		memset(&li, 0, sizeof(li));
+		ASSERT_EQ(0, R(ioctl(ro, LOOP_GET_STATUS64, &li)));
+		li.lo_offset = 4096;
+		EXPECT_EQ(-EPERM, R(ioctl(ro, LOOP_SET_STATUS64, &li)));
+		EXPECT_EQ(-EPERM, R(ioctl(ro, LOOP_SET_CAPACITY, 0)));
+		EXPECT_EQ(-EPERM, R(ioctl(ro, LOOP_SET_DIRECT_IO, 0)));
+		EXPECT_EQ(-EPERM, R(ioctl(ro, LOOP_SET_BLOCK_SIZE, 4096)));
+		memset(&li, 0, sizeof(li));
+		ASSERT_EQ(0, R(ioctl(ro, LOOP_GET_STATUS64, &li)));
+		ASSERT_EQ(0, li.lo_offset);
+	});
+	ASSERT_EQ(1, write(ack[1], "x", 1));
+	ASSERT_EQ(owner, waitpid(owner, &st, 0));
+	ASSERT_TRUE(WIFEXITED(st));
+	ASSERT_EQ(0, WEXITSTATUS(st));
 	rm_public_dir(dir);
 }
 
