@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * mnt-probe: raw mount(2) calls for the loopfs-run tests, with exact errnos.
+ *
+ *   mnt-probe mount SRC TGT TYPE [ro] [DATA]  prints "ok" or the errno name
+ *   mnt-probe fsopen TYPE                     prints "ok" or the errno name
+ *   mnt-probe race GOOD BAD TGT TYPE N SECS   N attempts (at most SECS s) of
+ *       mount(buf, TGT, TYPE, MS_RDONLY) while a second thread keeps
+ *       rewriting buf between the paths GOOD and BAD.  A mount that succeeds
+ *       must be of GOOD's device; prints the counts, exits 1 on a wrong mount.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char buf[256];
+static const char *paths[2];
+static atomic_int stop;
+
+static const char *result(int r)
+{
+	return r ? strerrorname_np(errno) : "ok";
+}
+
+static void *flipper(void *arg)
+{
+	unsigned long i = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		const char *p = paths[i++ & 1];
+
+		/* byte by byte on purpose: torn strings are part of the game */
+		for (size_t k = 0; k <= strlen(p); k++)
+			((volatile char *)buf)[k] = p[k];
+	}
+	return NULL;
+}
+
+static int race(char **argv)
+{
+	unsigned long n = strtoul(argv[4], NULL, 0), secs = strtoul(argv[5], NULL, 0);
+	unsigned long attempts = 0, mounted = 0, denied = 0, other = 0, wrong = 0;
+	const char *tgt = argv[2], *type = argv[3];
+	struct stat good, bad, st;
+	pthread_t thr;
+	time_t end = time(NULL) + secs;
+
+	paths[0] = argv[0];
+	paths[1] = argv[1];
+	if (stat(paths[0], &good) || stat(paths[1], &bad)) {
+		perror("stat");
+		return 2;
+	}
+	strcpy(buf, paths[0]);
+	pthread_create(&thr, NULL, flipper, NULL);
+	for (; attempts < n && time(NULL) < end; attempts++) {
+		if (mount(buf, tgt, type, MS_RDONLY, NULL) == 0) {
+			mounted++;
+			if (stat(tgt, &st) || st.st_dev != good.st_rdev) {
+				wrong++;
+				fprintf(stderr, "WRONG MOUNT: dev %lx (bad is %lx)\n",
+					(unsigned long)st.st_dev,
+					(unsigned long)bad.st_rdev);
+			}
+			if (umount2(tgt, 0))
+				umount2(tgt, MNT_DETACH);
+		} else if (errno == EPERM) {
+			denied++;
+		} else {
+			other++;
+		}
+	}
+	atomic_store(&stop, 1);
+	pthread_join(thr, NULL);
+	printf("attempts=%lu mounted=%lu denied=%lu other=%lu wrong=%lu\n",
+	       attempts, mounted, denied, other, wrong);
+	return wrong ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	int r;
+
+	if (argc >= 5 && !strcmp(argv[1], "mount")) {
+		unsigned long flags = 0;
+
+		if (argc >= 6 && !strcmp(argv[5], "ro"))
+			flags |= MS_RDONLY;
+		r = mount(argv[2], argv[3], argv[4], flags, argc >= 7 ? argv[6] : NULL);
+		printf("%s\n", result(r));
+		return !!r;
+	}
+	if (argc == 3 && !strcmp(argv[1], "fsopen")) {
+		r = fsopen(argv[2], FSOPEN_CLOEXEC);
+		printf("%s\n", result(r < 0));
+		return r < 0;
+	}
+	if (argc == 8 && !strcmp(argv[1], "race"))
+		return race(argv + 2);
+	fprintf(stderr, "usage: see the comment at the top of mnt-probe.c\n");
+	return 2;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * loopfs-run: run a command in a user-namespace container with a private
+ * loopfs instance, and perform its block-device mount(2) calls for it.
+ */
+#ifndef LOOPFS_RUN_H
+#define LOOPFS_RUN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#define LOOPFS_SUPER_MAGIC	0x6c6f6f71
+#define MAX_LIST		32
+
+struct fuse_map {
+	char *type;
+	char *helper;
+};
+
+struct config {
+	uid_t uid;			/* host uid of the container's root */
+	gid_t gid;
+	char *maps[MAX_LIST];		/* extra "in:out:count" ranges, uid and gid */
+	int nmaps;
+	unsigned int devices;		/* max= of the instance, pre-created devices */
+	bool pid_ns;
+	char *allow_fs[MAX_LIST];
+	int nallow;
+	struct fuse_map fuse[MAX_LIST];
+	int nfuse;
+	bool verbose;
+	char **argv;			/* COMMAND */
+};
+
+/* What the supervisor knows about its container. */
+struct container {
+	pid_t pid;			/* first process, inside all namespaces */
+	int notify_fd;			/* seccomp listener, supervisor only */
+	int inst_fd;			/* O_PATH, root of the loopfs instance */
+	int proc_fd;			/* O_PATH, the host's /proc */
+	dev_t userns_dev;		/* the container's user namespace */
+	ino_t userns_ino;
+};
+
+extern struct config cfg;
+
+/* util.c */
+void logmsg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void vlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+int send_fds(int sock, const void *buf, size_t len, const int *fds, int nfds);
+int recv_fds(int sock, void *buf, size_t len, int *fds, int nfds);
+int wait_child(pid_t pid, int timeout_ms);
+void printable(char *dst, size_t size, const char *src);
+
+/* supervise.c */
+void handle_notification(struct container *c);
+int supervise_init(void);
+
+#endif

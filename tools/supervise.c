@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopfs-run: the mount(2) policy.
+ *
+ * For every notification the supervisor reads the arguments from the
+ * caller's memory once, re-validates the notification, and resolves the
+ * source and target in the caller's context (a short-lived helper joins the
+ * caller's mount and user namespaces as their root and chroots to the
+ * caller's root and cwd).  Then:
+ *  - remount, move, propagation changes, and sources that are not block
+ *    devices: CONTINUE, the kernel judges them with the caller's privileges;
+ *  - a block device of this container's loopfs instance, an allowed type,
+ *    sane flags, a caller with CAP_SYS_ADMIN in its namespace: the mount is
+ *    made by a helper (host root for kernel filesystems, container root for
+ *    FUSE helpers) from the instance's own node, with nosuid,nodev added and
+ *    locked, and the result is the reply;
+ *  - anything else: EPERM and a line on stderr.
+ * A block-device mount is never CONTINUEd.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <linux/nsfs.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "loopfs-run.h"
+
+#define HELPER_TIMEOUT_MS	60000
+#define CAP_SYS_ADMIN_BIT	21
+
+/* Flags a filesystem mount made for the container may carry. */
+#define MOUNT_FLAGS_OK	(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | \
+			 MS_SYNCHRONOUS | MS_DIRSYNC | MS_NOATIME | \
+			 MS_NODIRATIME | MS_RELATIME | MS_STRICTATIME | \
+			 MS_LAZYTIME | MS_SILENT | MS_NOSYMFOLLOW)
+/* Operations on existing mounts: the source is not a device to mount. */
+#define MOUNT_OPS_CONTINUE (MS_REMOUNT | MS_MOVE | MS_SHARED | MS_PRIVATE | \
+			    MS_SLAVE | MS_UNBINDABLE)
+
+/* Options that name another device by path or number (external journals). */
+static const char *const denied_options[] = {
+	"journal_dev", "journal_path", "device",
+};
+
+struct caller {
+	pid_t pid;
+	int mnt_fd, user_fd, pid_fd, root_fd, cwd_fd;
+	bool cap_sys_admin;
+};
+
+struct request {
+	unsigned long flags;
+	char source[PATH_MAX];
+	char target[PATH_MAX];
+	char type[256];
+	char data[4096];
+	bool has_type;
+};
+
+enum verdict { V_CONTINUE, V_REPLY, V_DROP };
+
+static struct seccomp_notif *req;
+static struct seccomp_notif_resp *resp;
+static struct seccomp_notif_sizes sizes;
+
+int supervise_init(void)
+{
+	if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes))
+		return -1;
+	/* libseccomp allocates the larger of its and the kernel's sizes */
+	if (sizes.seccomp_notif < sizeof(*req))
+		sizes.seccomp_notif = sizeof(*req);
+	if (sizes.seccomp_notif_resp < sizeof(*resp))
+		sizes.seccomp_notif_resp = sizeof(*resp);
+	return seccomp_notify_alloc(&req, &resp) ? -1 : 0;
+}
+
+/* Reads a NUL-terminated string at addr in the caller, page by page. */
+static int read_string(int mem, unsigned long addr, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	while (off < size) {
+		size_t chunk = 4096 - ((addr + off) & 4095);
+		ssize_t n;
+
+		if (chunk > size - off)
+			chunk = size - off;
+		n = pread(mem, buf + off, chunk, addr + off);
+		if (n <= 0)
+			return -EFAULT;
+		if (memchr(buf + off, '\0', n))
+			return 0;
+		off += n;
+	}
+	buf[size - 1] = '\0';
+	return -ENAMETOOLONG;
+}
+
+static void close_caller(struct caller *k)
+{
+	int *fds[] = { &k->mnt_fd, &k->user_fd, &k->pid_fd, &k->root_fd, &k->cwd_fd };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(*fds); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
+}
+
+static int open_caller(struct container *c, struct caller *k)
+{
+	static const struct { const char *name; int flags; size_t off; } files[] = {
+		{ "ns/mnt", O_RDONLY, offsetof(struct caller, mnt_fd) },
+		{ "ns/user", O_RDONLY, offsetof(struct caller, user_fd) },
+		{ "ns/pid", O_RDONLY, offsetof(struct caller, pid_fd) },
+		{ "root", O_PATH | O_DIRECTORY, offsetof(struct caller, root_fd) },
+		{ "cwd", O_PATH | O_DIRECTORY, offsetof(struct caller, cwd_fd) },
+	};
+	unsigned long long capeff = 0;
+	char path[64], line[256];
+	size_t i;
+	FILE *f;
+	int fd;
+
+	for (i = 0; i < sizeof(files) / sizeof(*files); i++) {
+		snprintf(path, sizeof(path), "%d/%s", k->pid, files[i].name);
+		fd = openat(c->proc_fd, path, files[i].flags | O_CLOEXEC);
+		*(int *)((char *)k + files[i].off) = fd;
+		if (fd < 0)
+			return -errno;
+	}
+	snprintf(path, sizeof(path), "%d/status", k->pid);
+	fd = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
+	f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f)
+		return -ESRCH;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "CapEff: %llx", &capeff) == 1)
+			break;
+	}
+	fclose(f);
+	k->cap_sys_admin = capeff & (1ULL << CAP_SYS_ADMIN_BIT);
+	return 0;
+}
+
+/* Joins the caller's mount and user namespaces as their root. */
+static int enter_caller(struct caller *k, int user_fd, bool chroot_caller)
+{
+	if (setgroups(0, NULL) || setns(k->mnt_fd, CLONE_NEWNS) ||
+	    setns(user_fd, CLONE_NEWUSER))
+		return -errno;
+	/* root of that namespace if it is mapped, else nobody */
+	if (setresgid(0, 0, 0) == 0)
+		setgroups(0, NULL);
+	if (setresuid(0, 0, 0))
+		setresuid(-1, -1, -1);
+	if (chroot_caller &&
+	    (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd)))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Opens source and target (O_PATH, following symlinks as mount(2) does) in
+ * the caller's context.  errs[] gets 0 or the errno of each open.
+ */
+static int resolve(struct container *c, struct caller *k, struct request *r,
+		   int fds[2], int errs[2])
+{
+	int sv[2], got, st, i;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(sv[0]);
+		close(sv[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		int out[2], res[2], n = 0;
+
+		close(c->notify_fd);
+		close(sv[0]);
+		if (enter_caller(k, k->user_fd, true))
+			_exit(1);
+		out[0] = open(r->source, O_PATH | O_CLOEXEC);
+		res[0] = out[0] < 0 ? errno : 0;
+		out[1] = open(r->target, O_PATH | O_CLOEXEC);
+		res[1] = out[1] < 0 ? errno : 0;
+		if (out[0] >= 0)
+			n++;
+		if (out[1] >= 0)
+			out[n++] = out[1];
+		_exit(send_fds(sv[1], res, sizeof(res), out, n) ? 1 : 0);
+	}
+	close(sv[1]);
+	got = recv_fds(sv[0], errs, 2 * sizeof(int), fds, 2);
+	close(sv[0]);
+	st = wait_child(pid, HELPER_TIMEOUT_MS);
+	if (got < 0 || st != 0) {
+		for (i = 0; got > 0 && i < got; i++)
+			close(fds[i]);
+		return -EIO;
+	}
+	/* fds arrive packed: put them back in their slots */
+	if (errs[0] && got == 1) {
+		fds[1] = fds[0];
+		fds[0] = -1;
+	}
+	return 0;
+}
+
+/* Finds the node of dev in the instance root; 0 and its name, or -ENOENT. */
+static int instance_node(struct container *c, dev_t dev, char *name, size_t size)
+{
+	struct dirent *de;
+	struct stat st;
+	int fd, ret = -ENOENT;
+	DIR *d;
+
+	fd = openat(c->inst_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISBLK(st.st_mode) || st.st_rdev != dev)
+			continue;
+		snprintf(name, size, "%s", de->d_name);
+		ret = 0;
+		break;
+	}
+	closedir(d);
+	return ret;
+}
+
+static const char *fuse_helper(const char *type)
+{
+	int i;
+
+	for (i = 0; i < cfg.nfuse; i++) {
+		if (!strcmp(cfg.fuse[i].type, type))
+			return cfg.fuse[i].helper;
+	}
+	return NULL;
+}
+
+static bool fs_allowed(const char *type)
+{
+	int i;
+
+	for (i = 0; i < cfg.nallow; i++) {
+		if (!strcmp(cfg.allow_fs[i], type))
+			return true;
+	}
+	return false;
+}
+
+/* Returns the first denied option in data, or NULL. */
+static const char *denied_option(const char *data, char *buf, size_t size)
+{
+	char *tok, *save;
+	size_t i, len;
+
+	snprintf(buf, size, "%s", data);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		len = strcspn(tok, "=");
+		for (i = 0; i < sizeof(denied_options) / sizeof(*denied_options); i++) {
+			if (strlen(denied_options[i]) == len &&
+			    !strncmp(tok, denied_options[i], len))
+				return denied_options[i];
+		}
+	}
+	return NULL;
+}
+
+static void log_fs_context(int fs)
+{
+	char buf[512];
+	ssize_t n;
+
+	while ((n = read(fs, buf, sizeof(buf) - 1)) > 0) {
+		buf[n] = '\0';
+		logmsg("  kernel: %s", buf);
+	}
+}
+
+static int fs_configure(int fs, const struct request *r)
+{
+	static const struct { unsigned long flag; const char *key; } sb_flags[] = {
+		{ MS_RDONLY, "ro" }, { MS_SYNCHRONOUS, "sync" },
+		{ MS_DIRSYNC, "dirsync" }, { MS_LAZYTIME, "lazytime" },
+	};
+	char buf[sizeof(r->data)], *tok, *save, *eq;
+	size_t i;
+
+	for (i = 0; i < sizeof(sb_flags) / sizeof(*sb_flags); i++) {
+		if ((r->flags & sb_flags[i].flag) &&
+		    fsconfig(fs, FSCONFIG_SET_FLAG, sb_flags[i].key, NULL, 0))
+			return -errno;
+	}
+	/* what mount(2) hands to the filesystem, one option at a time */
+	snprintf(buf, sizeof(buf), "%s", r->data);
+	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		eq = strchr(tok, '=');
+		if (eq)
+			*eq++ = '\0';
+		if (fsconfig(fs, eq ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG,
+			     tok, eq, 0))
+			return -errno;
+	}
+	return 0;
+}
+
+static unsigned int mount_attrs(unsigned long flags)
+{
+	unsigned int attr = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+
+	if (flags & MS_RDONLY)
+		attr |= MOUNT_ATTR_RDONLY;
+	if (flags & MS_NOEXEC)
+		attr |= MOUNT_ATTR_NOEXEC;
+	if (flags & MS_NOSYMFOLLOW)
+		attr |= MOUNT_ATTR_NOSYMFOLLOW;
+	if (flags & MS_NODIRATIME)
+		attr |= MOUNT_ATTR_NODIRATIME;
+	if (flags & MS_NOATIME)
+		attr |= MOUNT_ATTR_NOATIME;
+	else if (flags & MS_STRICTATIME)
+		attr |= MOUNT_ATTR_STRICTATIME;
+	return attr;
+}
+
+/*
+ * Returns a copy of the detached mount mnt whose flags are locked
+ * (MNT_LOCK_NOSUID, _NODEV, ...), so that the container cannot clear them
+ * with a bind remount.  The kernel locks flags when it copies mounts into a
+ * mount namespace of a less privileged user namespace: attach mnt in a
+ * private namespace, copy that into a new user namespace, clone it there.
+ */
+static int locked_clone(int mnt)
+{
+	int sv[2], fd = -1, st;
+	char ch;
+	pid_t pid;
+
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    move_mount(mnt, "", AT_FDCWD, "/dev", MOVE_MOUNT_F_EMPTY_PATH) ||
+	    fchdir(mnt))
+		return -errno;
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int clone;
+
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS))
+			_exit(1);
+		clone = open_tree(AT_FDCWD, ".", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		_exit(clone < 0 || send_fds(sv[1], "L", 1, &clone, 1));
+	}
+	close(sv[1]);
+	if (recv_fds(sv[0], &ch, 1, &fd, 1) != 1)
+		fd = -EIO;
+	close(sv[0]);
+	st = wait_child(pid, HELPER_TIMEOUT_MS);
+	if (fd >= 0 && st) {
+		close(fd);
+		fd = -EIO;
+	}
+	return fd;
+}
+
+/* In the helper: creates the filesystem from the instance node and attaches it. */
+static int kernel_mount(struct container *c, struct caller *k,
+			const struct request *r, const char *node, int tgt)
+{
+	int host_root, fs, mnt, clone;
+
+	host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	fs = fsopen(r->type, FSOPEN_CLOEXEC);
+	if (host_root < 0 || fs < 0)
+		return errno;
+	if (fs_configure(fs, r))
+		goto fs_error;
+	/*
+	 * Inside the instance root nothing but its own devices can be named,
+	 * also by options that take a path.
+	 */
+	if (fchdir(c->inst_fd) || chroot("."))
+		return errno;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", node, 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		goto fs_error;
+	if (fchdir(host_root) || chroot("."))
+		return errno;
+	mnt = fsmount(fs, FSMOUNT_CLOEXEC, mount_attrs(r->flags));
+	if (mnt < 0)
+		return errno;
+	clone = locked_clone(mnt);
+	if (clone < 0)
+		return -clone;
+	if (setns(k->mnt_fd, CLONE_NEWNS) ||
+	    move_mount(clone, "", tgt, "",
+		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
+		return errno;
+	return 0;
+
+fs_error:
+	{
+		int err = errno;
+
+		log_fs_context(fs);
+		return err;
+	}
+}
+
+/* In the helper: runs the FUSE helper as root of the container. */
+static int fuse_mount(struct container *c, struct caller *k,
+		      const struct request *r, const char *helper, int src)
+{
+	char opts[sizeof(r->data) + 64], dev[64], fdpath[32];
+	char *argv[] = { (char *)helper, dev, (char *)r->target, "-o", opts, NULL };
+	int owner, fd, st;
+	pid_t pid;
+
+	/* the PID namespace first: its owner may be an ancestor namespace */
+	owner = ioctl(k->mnt_fd, NS_GET_USERNS);
+	if (owner < 0 || setns(k->pid_fd, CLONE_NEWPID) ||
+	    enter_caller(k, owner, false))
+		return EPERM;
+	pid = fork();	/* the child is in the container's PID namespace */
+	if (pid < 0)
+		return errno;
+	if (pid) {
+		st = wait_child(pid, HELPER_TIMEOUT_MS);
+		return st == 0 ? 0 : EIO;
+	}
+	if (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd))
+		_exit(1);
+	/* reopen the very node that was checked, with the container's rights */
+	snprintf(fdpath, sizeof(fdpath), "self/fd/%d", src);
+	fd = openat(c->proc_fd, fdpath, r->flags & MS_RDONLY ? O_RDONLY : O_RDWR);
+	if (fd < 0) {
+		logmsg("fuse: reopen device: %m");
+		_exit(1);
+	}
+	snprintf(dev, sizeof(dev), "/proc/self/fd/%d", fd);
+	snprintf(opts, sizeof(opts), "nosuid,nodev%s%s%s",
+		 r->flags & MS_RDONLY ? ",ro" : "", r->data[0] ? "," : "", r->data);
+	close(STDIN_FILENO);
+	if (open("/dev/null", O_RDONLY) != STDIN_FILENO ||
+	    dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+		_exit(1);
+	clearenv();
+	setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", 1);
+	execvp(helper, argv);
+	logmsg("fuse: exec %s: %m", helper);
+	_exit(1);
+}
+
+static int perform(struct container *c, struct caller *k, const struct request *r,
+		   const char *node, const char *helper, int src, int tgt)
+{
+	int st;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return errno;
+	if (pid == 0) {
+		close(c->notify_fd);
+		_exit(helper ? fuse_mount(c, k, r, helper, src) :
+			       kernel_mount(c, k, r, node, tgt));
+	}
+	st = wait_child(pid, HELPER_TIMEOUT_MS);
+	if (st < 0)
+		return -st;
+	return st >= 128 ? EIO : st;
+}
+
+static enum verdict deny(struct caller *k, const struct request *r, int *err,
+			 const char *why)
+{
+	char s[256], t[256], y[64];
+
+	printable(s, sizeof(s), r->source);
+	printable(t, sizeof(t), r->target);
+	printable(y, sizeof(y), r->has_type ? r->type : NULL);
+	logmsg("denied mount(\"%s\", \"%s\", \"%s\", 0x%lx) by pid %d: %s",
+	       s, t, y, r->flags, k->pid, why);
+	*err = EPERM;
+	return V_REPLY;
+}
+
+static enum verdict decide_block(struct container *c, struct caller *k,
+				 struct request *r, const struct stat *st,
+				 int fds[2], int errs[2], int *err)
+{
+	char node[NAME_MAX + 1], why[128], buf[sizeof(r->data)];
+	const char *helper, *opt;
+
+	if (r->flags & MS_BIND)
+		return deny(k, r, err, "bind mount of a block device node");
+	if (!k->cap_sys_admin)
+		return deny(k, r, err, "caller lacks CAP_SYS_ADMIN");
+	if (instance_node(c, st->st_rdev, node, sizeof(node)))
+		return deny(k, r, err, "not a device of this container's loopfs instance");
+	helper = r->has_type ? fuse_helper(r->type) : NULL;
+	if (!helper && (!r->has_type || !fs_allowed(r->type)))
+		return deny(k, r, err, "filesystem type not allowed");
+	if (r->flags & ~MOUNT_FLAGS_OK) {
+		snprintf(why, sizeof(why), "mount flags 0x%lx not allowed",
+			 r->flags & ~MOUNT_FLAGS_OK);
+		return deny(k, r, err, why);
+	}
+	opt = denied_option(r->data, buf, sizeof(buf));
+	if (opt) {
+		snprintf(why, sizeof(why), "option %s not allowed", opt);
+		return deny(k, r, err, why);
+	}
+	if (fds[1] < 0) {
+		*err = errs[1];
+		return V_REPLY;
+	}
+	/* the caller may have been killed while we looked */
+	if (seccomp_notify_id_valid(c->notify_fd, req->id))
+		return V_DROP;
+	*err = perform(c, k, r, node, helper, fds[0], fds[1]);
+	vlog("%s mount of %s (%s) on %s by pid %d: %s", helper ? helper : "kernel",
+	     node, r->type, r->target, k->pid, *err ? strerror(*err) : "done");
+	return V_REPLY;
+}
+
+static enum verdict decide(struct container *c, struct caller *k,
+			   struct request *r, int *err)
+{
+	const struct seccomp_data *d = &req->data;
+	int mem, fds[2] = { -1, -1 }, errs[2];
+	enum verdict v = V_CONTINUE;
+	char path[64];
+	struct stat st;
+
+	r->flags = d->args[3];
+	if ((r->flags & MS_MGC_MSK) == MS_MGC_VAL)
+		r->flags &= ~MS_MGC_MSK;
+	/* flags are a register: what we see is what the kernel gets */
+	if ((r->flags & MOUNT_OPS_CONTINUE) || !d->args[0] || !d->args[1])
+		return V_CONTINUE;
+
+	if (open_caller(c, k))
+		return V_DROP;
+	snprintf(path, sizeof(path), "%d/mem", k->pid);
+	mem = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0)
+		return V_DROP;
+	/* unreadable strings: the kernel will say EFAULT itself */
+	if (read_string(mem, d->args[0], r->source, sizeof(r->source)) ||
+	    read_string(mem, d->args[1], r->target, sizeof(r->target)))
+		v = V_CONTINUE;
+	else
+		v = V_REPLY;
+	r->has_type = d->args[2] &&
+		read_string(mem, d->args[2], r->type, sizeof(r->type)) == 0;
+	if (d->args[4] && read_string(mem, d->args[4], r->data, sizeof(r->data)))
+		r->data[0] = '\0';
+	close(mem);
+	/* the pid still is the caller: what we read and opened is theirs */
+	if (seccomp_notify_id_valid(c->notify_fd, req->id))
+		return V_DROP;
+	if (v == V_CONTINUE)
+		return v;
+
+	if (resolve(c, k, r, fds, errs))
+		return deny(k, r, err, "cannot resolve the paths in the caller's context");
+	if (fds[0] < 0 || fstat(fds[0], &st) || !S_ISBLK(st.st_mode))
+		v = V_CONTINUE;
+	else
+		v = decide_block(c, k, r, &st, fds, errs, err);
+	if (fds[0] >= 0)
+		close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	return v;
+}
+
+void handle_notification(struct container *c)
+{
+	static struct request r;
+	struct caller k = { .mnt_fd = -1, .user_fd = -1, .pid_fd = -1,
+			    .root_fd = -1, .cwd_fd = -1 };
+	enum verdict v;
+	int err = 0;
+
+	/* the kernel wants a zeroed buffer of its own size */
+	memset(req, 0, sizes.seccomp_notif);
+	if (seccomp_notify_receive(c->notify_fd, req))
+		return;	/* the caller is gone */
+	memset(&r, 0, sizeof(r));
+	k.pid = req->pid;
+	v = decide(c, &k, &r, &err);
+	close_caller(&k);
+	if (v == V_DROP)
+		return;
+	memset(resp, 0, sizes.seccomp_notif_resp);
+	resp->id = req->id;
+	if (v == V_CONTINUE) {
+		resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+		vlog("mount by pid %d: continue in the kernel", k.pid);
+	} else {
+		resp->error = -err;
+	}
+	seccomp_notify_respond(c->notify_fd, resp);
+}
