@@ -565,7 +565,9 @@ int main(int argc, char **argv)
 
 	for (int i = 0; i < NSHARED; i++)
 		umount2(smnt[i], MNT_DETACH);
-	for (int i = 0; i < 1000 && count_loopfs_disks() > 0; i++)
+	/* Orphans are destroyed from a work item: give them a moment. */
+	for (int i = 0; i < 1000 && (count_loopfs_disks() > 0 ||
+				     read_long("/sys/module/loopfs/refcnt") > 0); i++)
 		usleep(10000);
 	tap(count_loopfs_disks() == 0, "no loopfs disk left in /sys/block (%d)",
 	    count_loopfs_disks());
