@@ -1,0 +1,115 @@
+#!/bin/bash
+# The real losetup inside an unprivileged user namespace (issue 4): the
+# unprivileged uid runs `unshare -Urm`, mounts a loopfs instance on a private
+# /dev, and uses losetup on a file it owns; the host root's instance stays
+# out of its reach.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+in_private_mount_ns "$@"
+
+uid=${LOOPFS_UNPRIV_UID:-1000}
+w=$(mktemp -d /tmp/loopfs-sh-userns.XXXXXX)
+chmod 0755 "$w"
+mkdir "$w/u" && chown "$uid:$uid" "$w/u"
+res=$w/u/results
+
+# Runs as root of the user namespace; records "step ok" or "step FAIL why".
+cat >"$w/inner.sh" <<'INNER'
+set -uo pipefail
+w=$1 u=$1/u res=$1/u/results
+step() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then
+		echo "$name ok" >>"$res"
+	else
+		echo "$name FAIL $(echo "$out" | tail -n 3 | tr '\n' ' ')" >>"$res"
+	fi
+}
+private_dev() {
+	mkdir -p "$u/realdev"
+	mount --bind /dev "$u/realdev"
+	mount -t tmpfs tmpfs /dev
+	for n in null zero urandom; do
+		touch "/dev/$n"
+		mount --bind "$u/realdev/$n" "/dev/$n"
+	done
+	mkdir /dev/loopfs
+	mount -t loop loop /dev/loopfs
+	ln -s /dev/loopfs/loop-control /dev/loop-control
+	for i in 0 1 2 3; do ln -s "/dev/loopfs/loop$i" "/dev/loop$i"; done
+	[ "$(stat -c %u:%g:%a /dev/loopfs/loop-control)" = 0:0:600 ]
+}
+losetup_f() {
+	dev=$(losetup --show -f "$u/img")
+	[ "$dev" = /dev/loop0 ] || { echo "got $dev"; return 1; }
+	[ "$(stat -L -c %u:%g /dev/loop0)" = 0:0 ]
+	cmp "$u/img" /dev/loop0
+}
+write_through() {
+	head -c 65536 /dev/urandom >"$u/chunk"
+	dd if="$u/chunk" of=/dev/loop0 bs=4096 seek=16 conv=notrunc,fsync status=none
+	cmp -n 65536 -i 65536:0 "$u/img" "$u/chunk"
+}
+offset_device() {
+	dev=$(losetup --show -f -o 8192 --sizelimit 1048576 "$u/img")
+	[ "$(blockdev --getsize64 "$dev")" = 1048576 ]
+	cmp -n 1048576 -i 8192:0 "$u/img" "$dev"
+	losetup -b 4096 "$dev"
+	[ "$(blockdev --getss "$dev")" = 4096 ]
+	losetup -d "$dev"
+}
+detach() {
+	losetup -d /dev/loop0
+	if losetup /dev/loop0 >/dev/null 2>&1; then return 1; fi
+}
+host_instance_denied() {
+	if head -c 512 "$w/host/loop0" >/dev/null 2>&1; then
+		echo "read the host instance's loop0"; return 1
+	fi
+	if [ -w "$w/host/loop-control" ]; then return 1; fi
+	return 0
+}
+step private_dev private_dev
+step losetup_f losetup_f
+step write_through write_through
+step offset_device offset_device
+step detach detach
+step host_instance_denied host_instance_denied
+INNER
+
+prepare() {
+	head -c 4M /dev/urandom >"$w/u/img"
+	chown "$uid:$uid" "$w/u/img"
+	mkdir "$w/host"
+	mount -t loop loop "$w/host"
+	# loop0 in the host-owned instance: losetup -f's GET_FREE through a
+	# bind of its loop-control (this namespace only) creates it.
+	mount --bind "$w/host/loop-control" /dev/loop-control
+	losetup -f >/dev/null
+	umount /dev/loop-control
+	[ -b "$w/host/loop0" ] || fail "could not create loop0 in the host instance"
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		unshare -Urm bash "$w/inner.sh" "$w"
+	[ -s "$res" ] || fail "the user-namespace script recorded nothing"
+	cat "$res"
+}
+
+step_ok() {
+	local line
+	line=$(grep "^$1 " "$res" || true)
+	[ -n "$line" ] || fail "step $1 did not run"
+	[ "$line" = "$1 ok" ] || fail "$line"
+}
+
+tap_plan 7
+run_test "unprivileged uid runs unshare -Urm with a loopfs-backed /dev" prepare
+run_test "instance nodes are owned by the namespace root, 0600" step_ok private_dev
+run_test "losetup --show -f on an own file gives /dev/loop0 with the file's data" step_ok losetup_f
+run_test "writes through the device reach the file" step_ok write_through
+run_test "losetup -o/--sizelimit and -b 4096 work for the namespace root" step_ok offset_device
+run_test "losetup -d detaches" step_ok detach
+run_test "the host root's instance is out of reach" step_ok host_instance_denied
+umount -l "$w/host" 2>/dev/null
+rm -rf "$w"
+tap_done
