@@ -174,6 +174,22 @@ static inline int compat_apply_limits(struct request_queue *q,
 #define compat_idmap_t		struct user_namespace
 #endif
 
+/*
+ * LOOP_SET_BLOCK_SIZE: the in-tree driver of 6.1 rejects an invalid size
+ * up front; since the queue_limits rework it takes the low 32 bits, treats
+ * 0 as "the default" and lets the limits commit reject the rest.
+ */
+static inline int compat_block_size_arg(unsigned long arg, unsigned int *bsize)
+{
+#ifdef LOOPFS_HAVE_QUEUE_LIMITS
+	*bsize = (unsigned int)arg;
+	return 0;
+#else
+	*bsize = arg;
+	return blk_validate_block_size(arg);
+#endif
+}
+
 /* 6.6 added simple_inode_init_ts(); older kernels set the times by hand. */
 static inline void compat_inode_init_ts(struct inode *inode)
 {

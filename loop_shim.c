@@ -1058,6 +1058,7 @@ static int shim_info_to_old(const struct loop_info64 *info,
 static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
 			       struct block_device *bdev, unsigned long arg)
 {
+	unsigned int bsize;
 	int err;
 
 	if (!(mode & LOOPFS_MODE_EXCL)) {
@@ -1072,13 +1073,13 @@ static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
 		err = -ENXIO;
 		goto out_unlock;
 	}
-	err = blk_validate_block_size(arg);
-	if (err || queue_logical_block_size(ldev->disk->queue) == arg)
+	err = compat_block_size_arg(arg, &bsize);
+	if (err || queue_logical_block_size(ldev->disk->queue) == bsize)
 		goto out_unlock;
 	sync_blockdev(ldev->disk->part0);
 	invalidate_bdev(ldev->disk->part0);
 	blk_mq_freeze_queue(ldev->disk->queue);
-	err = shim_apply_limits(ldev, arg);
+	err = shim_apply_limits(ldev, bsize);
 	shim_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 out_unlock:
