@@ -1,0 +1,293 @@
+#!/bin/bash
+# loopfs-timeout: 900
+# tools/loopfs-run: unprivileged `mount -o loop` in a user-namespace container
+# through the seccomp mount supervisor (issue 7).  Runs as root in a guest;
+# the container's root is the unprivileged host uid $LOOPFS_UNPRIV_UID.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+
+BIN=${LOOPFS_BUILD:-$here/../../.build}/tools
+RUN=$BIN/loopfs-run
+PROBE=$BIN/mnt-probe
+CUID=${LOOPFS_UNPRIV_UID:-1000}
+if [ "${LOOPFS_QUICK:-0}" = 1 ]; then
+	RACE_N=2000
+else
+	RACE_N=10000
+fi
+RACE_SECS=240
+
+# The scratch dir must be reachable by the container's root (host uid CUID).
+chmod 755 .
+S=$PWD/lr
+mkdir -m 755 "$S"
+mkdir "$S/content" "$S/other" "$S/mnt"
+echo "hello from loopfs" >"$S/content/hello"
+mkfs.ext4 -q -F -d "$S/content" "$S/img" 16M
+cp "$S/img" "$S/hostimg"
+cp "$S/img" "$S/otherimg"
+chown -R "$CUID:$CUID" "$S/img" "$S/content"
+chown "$CUID:$CUID" "$S"
+
+cleanup() {
+	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
+	umount "$S/other" 2>/dev/null
+	[ -n "${old_max:-}" ] && echo "$old_max" >/proc/sys/user/max_loop_devices
+	true
+}
+trap cleanup EXIT
+
+run() {
+	"$RUN" --uid "$CUID" "$@"
+}
+
+# A block device of the host (the stock loop driver, with a valid ext4 on
+# it, so that only the policy can stop the mount) and the guest's own disk
+# if it has one, as nodes the container can name.
+hostdev=$(losetup -f --show "$S/hostimg")
+mknod -m 666 "$S/hostdisk" b $(stat -c '%t %T' "$hostdev" | while read -r a b; do echo $((16#$a)) $((16#$b)); done)
+guestdisk=
+for d in /sys/block/vd? /sys/block/sd?; do
+	[ -e "$d/dev" ] || continue
+	IFS=: read -r ma mi <"$d/dev"
+	mknod -m 666 "$S/guestdisk" b "$ma" "$mi"
+	guestdisk=$S/guestdisk
+	break
+done
+
+# A loopfs instance of the host with the image bound to its loop0.
+mount -t loop loop "$S/other"
+"$PROBE" loop-add "$S/other/loop-control" 0 >/dev/null
+losetup "$S/other/loop0" "$S/otherimg"
+
+disks_before=$(loopfs_disks)
+
+# wait_disks WANT: up to 10 s for the set of loopfs disks to be WANT
+wait_disks() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(loopfs_disks)" = "$1" ] && return 0
+		sleep 0.1
+	done
+	echo "loopfs disks: $(loopfs_disks | tr '\n' ' ') (want: $1)"
+	return 1
+}
+
+test_mount_o_loop() {
+	local out
+	out=$(run -- sh -c "losetup -f; mount -o loop $S/img /mnt && cat /mnt/hello")
+	echo "$out"
+	expect_in "/dev/loop0" "$out" "losetup -f"
+	expect_in "hello from loopfs" "$out" "file from the image"
+}
+
+test_dev_layout() {
+	run -- sh -c '
+		set -e
+		for i in 0 1 2 3 4 5 6 7; do test -b /dev/loop$i; done
+		test ! -e /dev/loop8
+		test -c /dev/loop-control
+		test "$(readlink /dev/loop3)" = loopfs/loop3
+		test "$(stat -c %u:%g /dev/loopfs/loop0)" = 0:0
+		grep -q " /dev/loopfs .*max=8" /proc/self/mountinfo
+		for n in null zero full random urandom tty; do test -c /dev/$n; done
+		test "$(id -u)" = 0
+		echo ok > /dev/null'
+	run --devices 3 -- sh -c 'test -b /dev/loop2 && test ! -e /dev/loop3 &&
+		grep -q " /dev/loopfs .*max=3" /proc/self/mountinfo'
+}
+
+# in_container WANT SETUP CMD: the output of CMD (run after SETUP) is WANT;
+# the supervisor's stderr is left in $S/err
+in_container() {
+	local out
+	out=$(run -- sh -c "$2; $3" 2>"$S/err") || true
+	cat "$S/err"
+	expect_eq "$1" "$out" "result of: $3"
+}
+
+test_host_disk_refused() {
+	in_container EPERM "losetup /dev/loop0 $S/img" "$PROBE mount $S/hostdisk /mnt ext4"
+	grep -q "denied mount(\"$S/hostdisk\".*not a device of this container's loopfs instance" "$S/err" ||
+		fail "no denial log line"
+	if [ -n "$guestdisk" ]; then
+		in_container EPERM true "$PROBE mount $guestdisk /mnt ext4"
+	fi
+}
+
+test_other_instance_refused() {
+	in_container EPERM true "$PROBE mount $S/other/loop0 /mnt ext4"
+	grep -q "not a device of this container's loopfs instance" "$S/err" || fail "no log line"
+	# a second instance the container mounts itself is not "its" instance either
+	in_container EPERM "mkdir /dev/inst2 && mount -t loop loop /dev/inst2 &&
+		$PROBE loop-add /dev/inst2/loop-control 0 >/dev/null &&
+		losetup /dev/inst2/loop0 $S/img" "$PROBE mount /dev/inst2/loop0 /mnt ext4"
+}
+
+test_fs_type_refused() {
+	in_container EPERM "losetup /dev/loop0 $S/img" "$PROBE mount /dev/loop0 /mnt ext3"
+	grep -q "filesystem type not allowed" "$S/err" || fail "no log line"
+	local out
+	out=$(run --allow-fs ext2,vfat -- sh -c "losetup /dev/loop0 $S/img; $PROBE mount /dev/loop0 /mnt ext4" 2>/dev/null) || true
+	expect_eq EPERM "$out" "ext4 with --allow-fs ext2,vfat"
+}
+
+test_bad_options_refused() {
+	in_container EPERM "losetup /dev/loop0 $S/img" "$PROBE mount /dev/loop0 /mnt ext4 rw journal_dev=2049"
+	grep -q "option journal_dev not allowed" "$S/err" || fail "no log line"
+}
+
+test_no_cap_refused() {
+	in_container EPERM "losetup /dev/loop0 $S/img" \
+		"setpriv --securebits=+noroot,+noroot_locked --inh-caps=-all --bounding-set=-all $PROBE mount /dev/loop0 /mnt ext4"
+	grep -q "caller lacks CAP_SYS_ADMIN" "$S/err" || fail "no log line"
+}
+
+test_tmpfs_continue() {
+	local out
+	out=$(run -v -- sh -c 'mount -t tmpfs none /mnt && echo x > /mnt/f &&
+		grep " /mnt " /proc/self/mountinfo' 2>"$S/err")
+	cat "$S/err"
+	expect_in " - tmpfs none " "$out" "tmpfs in mountinfo"
+	grep -q "continue in the kernel" "$S/err" || fail "tmpfs was not CONTINUEd"
+}
+
+test_new_api_enosys() {
+	local name out
+	for name in tmpfs loop; do
+		out=$(run -- "$PROBE" fsopen "$name") || true
+		expect_eq ENOSYS "$out" "fsopen($name)"
+	done
+}
+
+test_flags_locked() {
+	local out
+	out=$(run -- sh -c "
+		losetup /dev/loop0 $S/img && mount /dev/loop0 /mnt || exit 1
+		grep ' /mnt ' /proc/self/mountinfo
+		if mount -o remount,bind,dev,suid /mnt; then echo CLEARED; fi
+		grep ' /mnt ' /proc/self/mountinfo
+		cat /mnt/hello")
+	echo "$out"
+	[ "$(echo "$out" | grep -c ' /mnt .*nosuid,nodev')" = 2 ] || fail "not nosuid,nodev"
+	case $out in *CLEARED*) fail "container cleared nosuid/nodev" ;; esac
+	expect_in "hello from loopfs" "$out" "file"
+}
+
+test_race_block() {
+	local out start=$SECONDS
+	out=$(run -- sh -c "losetup /dev/loop0 $S/img &&
+		$PROBE race /dev/loop0 $S/hostdisk /mnt ext4 $RACE_N $RACE_SECS" 2>"$S/err")
+	echo "DIAG: $out ($((SECONDS - start)) s)"
+	grep -c denied "$S/err" || true
+	expect_in "wrong=0" "$out" "wrong mounts"
+	[[ $out =~ attempts=([0-9]+)\ mounted=([0-9]+)\ denied=([0-9]+) ]] || fail "no counts"
+	[ "${BASH_REMATCH[1]}" -ge 1000 ] || fail "only ${BASH_REMATCH[1]} attempts"
+	[ "${BASH_REMATCH[2]}" -gt 0 ] || fail "never mounted the good device"
+	[ "${BASH_REMATCH[3]}" -gt 0 ] || fail "never saw the bad device"
+}
+
+test_race_continue() {
+	local out start=$SECONDS
+	# a directory (not a block device: CONTINUE) against the host disk
+	out=$(run -- "$PROBE" race "$S/content" "$S/hostdisk" /mnt ext4 "$RACE_N" "$RACE_SECS" 2>"$S/err")
+	echo "DIAG: $out ($((SECONDS - start)) s)"
+	expect_in "mounted=0 " "$out" "mounts through CONTINUE"
+	expect_in "wrong=0" "$out" "wrong mounts"
+	[[ $out =~ attempts=([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge 1000 ] ||
+		fail "too few attempts"
+}
+
+# FUSE: the module, and the node mode udev would give it
+fuse_ready() {
+	modprobe fuse 2>/dev/null || true
+	chmod 666 /dev/fuse
+}
+
+test_fuse2fs() {
+	local out
+	fuse_ready
+	out=$(run --fuse ext4=fuse2fs -- sh -c "
+		losetup -f; mount -o loop $S/img /mnt && cat /mnt/hello &&
+		grep ' /mnt ' /proc/self/mountinfo && umount /mnt")
+	echo "$out"
+	expect_in "hello from loopfs" "$out" "file through fuse2fs"
+	expect_in " - fuse" "$out" "a FUSE mount"
+}
+
+test_nothing_left() {
+	local out
+	old_max=$(cat /proc/sys/user/max_loop_devices)
+	echo 8 >/proc/sys/user/max_loop_devices
+	fuse_ready
+	# leave everything in place: bound devices, kernel and FUSE mounts, a
+	# background process holding a device open
+	run --fuse ext2=fuse2fs -- sh -c "
+		set -e
+		losetup /dev/loop1 $S/img
+		mount -o loop $S/img /mnt
+		cp $S/img $S/f.img && losetup /dev/loop2 $S/f.img
+		mount -t ext2 /dev/loop2 $S/content
+		grep -c fuse /proc/self/mountinfo
+		sleep 1000 </dev/loop1 >/dev/null 2>&1 &
+		cat /mnt/hello"
+	expect_eq "$disks_before" "$(loopfs_disks)" "loopfs disks after the run"
+	if grep ' - loop ' /proc/self/mountinfo | grep -v " $S/other "; then
+		fail "a loop instance is still mounted"
+	fi
+	if pgrep -u "$CUID" >/dev/null; then
+		pgrep -a -u "$CUID"
+		fail "processes of the container survived"
+	fi
+	# charges: with a limit of 8 per user, two runs in a row that each create
+	# 8 devices only work if the first one gave its charges back
+	run --devices 8 -- true
+	run --devices 8 -- sh -c 'losetup -a >/dev/null; test -b /dev/loop7'
+	expect_eq "$disks_before" "$(loopfs_disks)" "loopfs disks after the charge runs"
+	echo "$old_max" >/proc/sys/user/max_loop_devices
+}
+
+test_supervisor_death() {
+	local sup i
+	rm -f "$S/ready" "$S/go" "$S/res"
+	"$RUN" --uid "$CUID" -- sh -c "echo \$\$ > $S/ready; while [ ! -e $S/go ]; do sleep 0.1; done
+		timeout 20 $PROBE mount none /mnt tmpfs > $S/res" &
+	sup=$!
+	for ((i = 0; i < 100; i++)); do [ -s "$S/ready" ] && break; sleep 0.1; done
+	kill -9 "$sup"
+	wait "$sup" || true
+	touch "$S/go"
+	for ((i = 0; i < 250; i++)); do [ -s "$S/res" ] && break; sleep 0.1; done
+	kill -9 "$(cat "$S/ready")" 2>/dev/null || true
+	expect_eq ENOSYS "$(cat "$S/res" 2>/dev/null)" "mount(2) after the supervisor died"
+	# the orphaned container is gone now: so are its devices
+	wait_disks "$disks_before" || fail "devices left after the orphan died"
+}
+
+test_pid_ns() {
+	local out
+	out=$(run --pid -- sh -c "echo pid=\$\$; losetup -f; mount -o loop $S/img /mnt && cat /mnt/hello")
+	echo "$out"
+	expect_in "pid=1" "$out" "COMMAND is PID 1"
+	expect_in "hello from loopfs" "$out" "mount -o loop in a PID namespace"
+}
+
+tap_plan 16
+t "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
+t "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
+t "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
+t "mounting a device of another loopfs instance is refused with EPERM" test_other_instance_refused
+t "a filesystem type outside --allow-fs is refused with EPERM" test_fs_type_refused
+t "an option naming another device (journal_dev) is refused with EPERM" test_bad_options_refused
+t "a caller without CAP_SYS_ADMIN in its namespace is refused with EPERM" test_no_cap_refused
+t "a tmpfs mount in the container succeeds through CONTINUE" test_tmpfs_continue
+t "the new mount API (fsopen) fails with ENOSYS in the container" test_new_api_enosys
+t "supervised mounts are nosuid,nodev and the container cannot clear that" test_flags_locked
+t "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
+t "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
+t "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
+t "after COMMAND exits: no loop devices, mounts, processes or charges left" test_nothing_left
+t "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
+t "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
+tap_exit
