@@ -1,0 +1,1362 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopfs ioctl and mount fuzzer (issue 8).
+ *
+ * For a bounded time, 2-4 worker processes run random sequences of every
+ * loop-control and loop device ioctl with random and boundary arguments,
+ * interleaved with open/close of nodes, buffered and O_DIRECT I/O, unlink,
+ * mount/umount/remount of a few instances, detached instances and writes to
+ * /proc/sys/user/max_loop_devices.  Every call must succeed or fail with an
+ * errno from the allow-list of that operation; the harness checks the kernel
+ * log.  At the end every instance is unmounted, no loopfs disk may remain in
+ * /sys/block, and rmmod loopfs + insmod $LOOPFS_KO must work.
+ *
+ * Reproducible: worker w draws from its own generator seeded with
+ * seed + w, so LOOPFS_FUZZ_SEED=<seed> replays the same sequence per worker
+ * (LOOPFS_FUZZ_PROCS=1 removes the interleaving; LOOPFS_FUZZ_TRACE=1 prints
+ * every operation to stderr; LOOPFS_FUZZ_EXCLUDE="op,op" leaves operations
+ * out, by the names printed in the "# ops:" lines).
+ *
+ * Usage: fuzz [seconds]    (default: LOOPFS_FUZZ_SECONDS, else 120;
+ *                           20 with LOOPFS_QUICK=1)
+ * Prints TAP with "# ops:" diagnostics.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <linux/loop.h>
+#include <linux/mount.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+
+/* Paths are PATH_MAX buffers built with snprintf; truncation cannot happen. */
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+
+#define LOOPFS_MAGIC 0x6c6f6f71
+#define SYSCTL "/proc/sys/user/max_loop_devices"
+#define NINST 3		/* mount points shared by all workers */
+#define MAXSTACK 3	/* instances stacked on one mount point, at most */
+#define MAXIDX 10	/* device indices the fuzzer mostly uses */
+#define NFDS 12		/* open device / control fds per worker */
+#define NBACK 6		/* backing files per worker */
+#define MAXPROCS 4
+#define NDIAG 24
+#define BUF_SIZE (64 << 10)
+
+/*
+ * Operations.  For each: a name and the errnos it may fail with besides
+ * the ones every call may see (none: EINTR etc. are not expected).
+ */
+#define OPS(X) \
+	X(mount,	EINVAL, ENOSPC) \
+	X(umount,	EINVAL, EBUSY) \
+	X(remount,	EINVAL) \
+	X(detached,	EINVAL, ENOSPC, ENODEV) \
+	X(ctl_open,	ENOENT) \
+	X(dev_open,	ENOENT, ENXIO, EBUSY, EACCES, EROFS) \
+	X(host_open,	ENOENT, ENXIO, EBUSY, EACCES, EROFS) \
+	X(close,	0) \
+	X(ctl_add,	EEXIST, ENOSPC, EINVAL, ENODEV) \
+	X(ctl_remove,	ENODEV, EBUSY, EINVAL) \
+	X(ctl_get_free,	ENOSPC, ENODEV) \
+	X(ctl_bad,	ENOSYS, ENOTTY, EINVAL) \
+	X(set_fd,	EBUSY, EBADF, EINVAL, EPERM, ENXIO) \
+	X(configure,	EBUSY, EBADF, EINVAL, EPERM, ENXIO, EOVERFLOW, EFAULT) \
+	X(clr_fd,	ENXIO, EBUSY) \
+	X(set_status,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY) \
+	X(set_status64,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY) \
+	X(get_status,	ENXIO, EINVAL, EOVERFLOW, EFAULT) \
+	X(get_status64,	ENXIO, EINVAL, EFAULT) \
+	X(change_fd,	ENXIO, EINVAL, EBADF, EBUSY) \
+	X(set_capacity,	ENXIO) \
+	X(set_dio,	ENXIO, EINVAL, EBUSY, EAGAIN) \
+	X(set_bsize,	ENXIO, EINVAL, EBUSY, EAGAIN, EPERM) \
+	X(bad_ioctl,	ENOTTY, EINVAL) \
+	X(rrpart,	EINVAL, EBUSY, EIO, ENXIO) \
+	X(getsize64,	0) \
+	X(discard,	EINVAL, EBADF, EOPNOTSUPP, EIO, EBUSY, EPERM, ENXIO, ENOSPC) \
+	X(zeroout,	EINVAL, EBADF, EOPNOTSUPP, EIO, EBUSY, EPERM, ENXIO, ENOSPC) \
+	X(flsbuf,	0) \
+	X(read,		EINVAL, EIO, EBADF, ENXIO) \
+	X(write,	EINVAL, EIO, EBADF, ENXIO, EPERM, ENOSPC) \
+	X(write_mbr,	EINVAL, EIO, EBADF, ENXIO, EPERM, ENOSPC) \
+	X(unlink,	ENOENT, EBUSY, EPERM) \
+	X(rename,	ENOENT, EPERM, EBUSY) \
+	X(create,	EPERM, ENOENT, EEXIST) \
+	X(sysctl,	EINVAL)
+
+#define OP_ENUM(name, ...) OP_##name,
+enum op { OPS(OP_ENUM) OP_MAX };
+
+#define OP_NAME(name, ...) #name,
+static const char * const op_name[OP_MAX] = { OPS(OP_NAME) };
+
+#define OP_ERRS(name, ...) { __VA_ARGS__, 0 },
+static const int op_errs[OP_MAX][12] = { OPS(OP_ERRS) };
+
+/* Relative weights: the device ioctls get most of the time. */
+static const int op_weight[OP_MAX] = {
+	[OP_mount] = 3, [OP_umount] = 2, [OP_remount] = 2, [OP_detached] = 1,
+	[OP_ctl_open] = 4, [OP_dev_open] = 12, [OP_host_open] = 2,
+	[OP_close] = 10, [OP_ctl_add] = 6, [OP_ctl_remove] = 4,
+	[OP_ctl_get_free] = 4, [OP_ctl_bad] = 1, [OP_set_fd] = 6,
+	[OP_configure] = 8, [OP_clr_fd] = 6, [OP_set_status] = 3,
+	[OP_set_status64] = 4, [OP_get_status] = 2, [OP_get_status64] = 2,
+	[OP_change_fd] = 3, [OP_set_capacity] = 2, [OP_set_dio] = 3,
+	[OP_set_bsize] = 3, [OP_bad_ioctl] = 1, [OP_rrpart] = 2,
+	[OP_getsize64] = 2, [OP_discard] = 3, [OP_zeroout] = 3,
+	[OP_flsbuf] = 1, [OP_read] = 6, [OP_write] = 6, [OP_write_mbr] = 1,
+	[OP_unlink] = 3, [OP_rename] = 1, [OP_create] = 1, [OP_sysctl] = 1,
+};
+
+struct shared {
+	volatile int stop;
+	long ok[OP_MAX];
+	long err[OP_MAX];
+	long unexpected;
+	int ndiag;
+	char diag[NDIAG][200];
+	int stack[NINST];		/* instances mounted on mnt[i] (approx.) */
+	volatile time_t beat[MAXPROCS];	/* last progress of each worker */
+	char cur[MAXPROCS][160];	/* what each worker is doing */
+};
+
+static struct shared *sh;
+static char base[PATH_MAX];
+static char mnt[NINST][PATH_MAX];
+static int excluded[OP_MAX];
+static int trace;
+
+/* --- the generator: xorshift64*, one per worker -------------------------- */
+
+static uint64_t rs;
+
+static uint64_t rnd64(void)
+{
+	rs ^= rs >> 12;
+	rs ^= rs << 25;
+	rs ^= rs >> 27;
+	return rs * 0x2545F4914F6CDD1DULL;
+}
+
+static unsigned int rnd(unsigned int n)
+{
+	return n ? rnd64() % n : 0;
+}
+
+static int chance(int pct)
+{
+	return (int)rnd(100) < pct;
+}
+
+/* Offsets, sizes and limits: boundaries first, then anything. */
+static uint64_t rnd_u64(void)
+{
+	static const uint64_t edge[] = {
+		0, 1, 511, 512, 513, 4095, 4096, 65536, 1 << 20, (1 << 20) + 1,
+		1ULL << 31, 1ULL << 32, 1ULL << 40, LLONG_MAX, LLONG_MAX - 511,
+		(uint64_t)LLONG_MAX + 1, ULLONG_MAX, ULLONG_MAX - 511,
+	};
+
+	if (chance(80))
+		return edge[rnd(sizeof(edge) / sizeof(edge[0]))];
+	return chance(50) ? rnd64() : rnd64() & ((1 << 22) - 1);
+}
+
+static unsigned long rnd_bsize(void)
+{
+	static const unsigned long sz[] = {
+		0, 1, 256, 511, 512, 1024, 2048, 4096, 8192, 65536,
+		(1UL << 32) | 512, ULONG_MAX, 3000,
+	};
+
+	return sz[rnd(sizeof(sz) / sizeof(sz[0]))];
+}
+
+static int rnd_index(void)
+{
+	static const int edge[] = {
+		-1, -2, INT_MIN, INT_MAX, 255, 256, 1 << 20, (1 << 20) - 1,
+		1 << 12,
+	};
+
+	if (chance(85))
+		return rnd(MAXIDX);
+	return edge[rnd(sizeof(edge) / sizeof(edge[0]))];
+}
+
+/* --- bookkeeping -------------------------------------------------------- */
+
+static int worker_id;
+static long opno;
+
+static void say(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+}
+
+static void set_cur(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sh->cur[worker_id], sizeof(sh->cur[0]), fmt, ap);
+	va_end(ap);
+	sh->beat[worker_id] = time(NULL);
+	if (trace)
+		fprintf(stderr, "w%d #%ld %s\n", worker_id, opno, sh->cur[worker_id]);
+}
+
+static int errno_allowed(enum op op, int e)
+{
+	int i;
+
+	for (i = 0; op_errs[op][i]; i++)
+		if (op_errs[op][i] == e)
+			return 1;
+	return 0;
+}
+
+/*
+ * Account for the result of one call: ret < 0 means it failed with errno
+ * e.  extra is one more errno this particular call may see (0: none).
+ */
+static void result(enum op op, long ret, int e, int extra)
+{
+	char what[sizeof(sh->cur[0])];
+	int n;
+
+	if (ret >= 0) {
+		__atomic_add_fetch(&sh->ok[op], 1, __ATOMIC_RELAXED);
+		return;
+	}
+	__atomic_add_fetch(&sh->err[op], 1, __ATOMIC_RELAXED);
+	if (errno_allowed(op, e) || (extra && e == extra))
+		return;
+	__atomic_add_fetch(&sh->unexpected, 1, __ATOMIC_RELAXED);
+	n = __atomic_fetch_add(&sh->ndiag, 1, __ATOMIC_RELAXED);
+	if (n >= NDIAG)
+		return;
+	memcpy(what, sh->cur[worker_id], sizeof(what));
+	snprintf(sh->diag[n], sizeof(sh->diag[n]), "worker %d op #%ld: %s -> %s",
+		 worker_id, opno, what, strerror(e));
+}
+
+/* A call that must fail succeeded (or the reverse): always unexpected. */
+static void wrong_outcome(enum op op, const char *why)
+{
+	char what[sizeof(sh->cur[0])];
+	int n;
+
+	__atomic_add_fetch(&sh->unexpected, 1, __ATOMIC_RELAXED);
+	n = __atomic_fetch_add(&sh->ndiag, 1, __ATOMIC_RELAXED);
+	if (n >= NDIAG)
+		return;
+	memcpy(what, sh->cur[worker_id], sizeof(what));
+	snprintf(sh->diag[n], sizeof(sh->diag[n]), "worker %d op #%ld: %s -> %s",
+		 worker_id, opno, what, why);
+}
+
+/* --- per-worker state ----------------------------------------------------- */
+
+enum fd_kind { FD_NONE, FD_CTL, FD_DEV };
+
+struct wfd {
+	enum fd_kind kind;
+	int fd;
+	int inst;	/* mount point index, -1 for host nodes / detached */
+	int idx;
+	int flags;
+};
+
+static struct wfd fds[NFDS];
+static int back[NBACK];		/* backing files, some odd */
+static int dirfd_, sockfd, pipefd[2], nullfd, pathfd;
+static char *buf;
+
+static struct wfd *pick_fd(enum fd_kind kind)
+{
+	int i, start = rnd(NFDS);
+
+	for (i = 0; i < NFDS; i++) {
+		struct wfd *w = &fds[(start + i) % NFDS];
+
+		if (w->kind == kind)
+			return w;
+	}
+	return NULL;
+}
+
+static struct wfd *free_slot(void)
+{
+	struct wfd *w = pick_fd(FD_NONE);
+
+	if (!w) {
+		w = &fds[rnd(NFDS)];
+		close(w->fd);
+		w->kind = FD_NONE;
+		__atomic_add_fetch(&sh->ok[OP_close], 1, __ATOMIC_RELAXED);
+	}
+	return w;
+}
+
+/*
+ * A file descriptor to hand to LOOP_SET_FD / CONFIGURE / CHANGE_FD:
+ * mostly one of our backing files, sometimes something that must be
+ * refused (directory, socket, pipe, char device, O_PATH, closed, -1) or
+ * a loopfs device (maybe the very device being configured).
+ */
+static int pick_backing(const char **what)
+{
+	struct wfd *w;
+	int r = rnd(100);
+
+	if (r < 65) {
+		*what = "file";
+		return back[rnd(NBACK)];
+	}
+	if (r < 80) {
+		w = pick_fd(FD_DEV);
+		if (w) {
+			*what = "loopfs-dev";
+			return w->fd;
+		}
+		*what = "file";
+		return back[0];
+	}
+	switch (rnd(8)) {
+	case 0: *what = "dir"; return dirfd_;
+	case 1: *what = "socket"; return sockfd;
+	case 2: *what = "pipe"; return pipefd[rnd(2)];
+	case 3: *what = "/dev/null"; return nullfd;
+	case 4: *what = "O_PATH"; return pathfd;
+	case 5: *what = "closed"; return 999;
+	case 6: *what = "ctl"; w = pick_fd(FD_CTL); return w ? w->fd : -1;
+	default: *what = "-1"; return -1;
+	}
+}
+
+static void rnd_name(unsigned char *name, size_t len)
+{
+	size_t i, n;
+
+	switch (rnd(4)) {
+	case 0:		/* unterminated, every byte set */
+		for (i = 0; i < len; i++)
+			name[i] = 1 + rnd(255);
+		break;
+	case 1:
+		memset(name, 0, len);
+		break;
+	default:
+		n = rnd(len);
+		for (i = 0; i < n; i++)
+			name[i] = 'a' + rnd(26);
+		memset(name + n, 0, len - n);
+	}
+}
+
+static void rnd_info64(struct loop_info64 *info)
+{
+	static const uint32_t flag_pool[] = {
+		LO_FLAGS_READ_ONLY, LO_FLAGS_AUTOCLEAR, LO_FLAGS_PARTSCAN,
+		LO_FLAGS_DIRECT_IO, 1 << 5, 1 << 9, 0x80000000u,
+	};
+	int i;
+
+	memset(info, 0, sizeof(*info));
+	info->lo_offset = chance(50) ? 0 : rnd_u64();
+	info->lo_sizelimit = chance(50) ? 0 : rnd_u64();
+	for (i = 0; i < 7; i++)
+		if (chance(i < 4 ? 25 : 3))
+			info->lo_flags |= flag_pool[i];
+	if (chance(10))
+		info->lo_encrypt_type = rnd(20);
+	if (chance(10))
+		info->lo_encrypt_key_size = chance(50) ? rnd(33) : rnd64();
+	if (chance(5))
+		info->lo_number = rnd64();
+	rnd_name(info->lo_file_name, LO_NAME_SIZE);
+	if (chance(20))
+		rnd_name(info->lo_crypt_name, LO_NAME_SIZE);
+	if (chance(5))
+		rnd_name(info->lo_encrypt_key, LO_KEY_SIZE);
+}
+
+/* A user pointer that is NULL or unmapped now and then. */
+static void *maybe_bad(void *p)
+{
+	if (!chance(4))
+		return p;
+	return chance(50) ? NULL : (void *)0xffffffff81000000UL;
+}
+
+/* --- operations ------------------------------------------------------------ */
+
+static int is_loopfs(const char *path)
+{
+	struct statfs st;
+
+	return statfs(path, &st) == 0 && (unsigned long)st.f_type == LOOPFS_MAGIC;
+}
+
+static void rnd_options(char *opt, size_t len, int *valid)
+{
+	static const char * const bad[] = {
+		"max=", "max=abc", "max=-1", "max=99999999999999999999", "bogus",
+		"max=1,bogus", "size=10", "max=0x", "max= 3",
+	};
+
+	*valid = 1;
+	switch (rnd(4)) {
+	case 0:
+		opt[0] = 0;
+		break;
+	case 1:
+		snprintf(opt, len, "max=%u", rnd(chance(80) ? 20 : 1000));
+		break;
+	case 2:
+		snprintf(opt, len, "max=%u,max=%u", rnd(8), rnd(300));
+		break;
+	default:
+		*valid = 0;
+		snprintf(opt, len, "%s", bad[rnd(sizeof(bad) / sizeof(bad[0]))]);
+	}
+}
+
+static void op_mount(void)
+{
+	int i = rnd(NINST), valid, r, stacked;
+	char opt[64];
+
+	rnd_options(opt, sizeof(opt), &valid);
+	stacked = is_loopfs(mnt[i]);
+	if (stacked && (__atomic_load_n(&sh->stack[i], __ATOMIC_RELAXED) >= MAXSTACK ||
+			chance(70)))
+		return;
+	set_cur("mount %s -o '%s'", mnt[i], opt);
+	r = mount("loop", mnt[i], "loop", 0, opt);
+	/* Only malformed options may fail. */
+	result(OP_mount, r, errno, 0);
+	if (r == 0)
+		__atomic_add_fetch(&sh->stack[i], 1, __ATOMIC_RELAXED);
+	else if (valid && errno == EINVAL)
+		wrong_outcome(OP_mount, "valid options refused");
+}
+
+static void op_umount(void)
+{
+	int i = rnd(NINST), flags = chance(50) ? MNT_DETACH : 0, r;
+
+	set_cur("umount2 %s %s", mnt[i], flags ? "MNT_DETACH" : "0");
+	if (!is_loopfs(mnt[i])) {
+		r = umount2(mnt[i], flags);
+		result(OP_umount, r, errno, 0);
+		return;
+	}
+	r = umount2(mnt[i], flags);
+	result(OP_umount, r, errno, 0);
+	if (r == 0)
+		__atomic_sub_fetch(&sh->stack[i], 1, __ATOMIC_RELAXED);
+}
+
+static void op_remount(void)
+{
+	int i = rnd(NINST), valid, r;
+	char opt[64];
+
+	rnd_options(opt, sizeof(opt), &valid);
+	set_cur("remount %s -o '%s'", mnt[i], opt);
+	r = mount(NULL, mnt[i], NULL, MS_REMOUNT, opt);
+	result(OP_remount, r, errno, 0);
+}
+
+/*
+ * A detached instance (fsopen/fsmount, never attached): add a device
+ * through it, sometimes bind it, then drop everything.
+ */
+static void op_detached(void)
+{
+	int fsfd, mfd = -1, ctl = -1, dev = -1, n = -1, r;
+	char name[32];
+
+	set_cur("detached instance");
+	fsfd = syscall(SYS_fsopen, "loop", 0);
+	if (fsfd < 0) {
+		result(OP_detached, -1, errno, 0);
+		return;
+	}
+	if (chance(30))
+		syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING, "max",
+			chance(50) ? "2" : "x", 0);
+	r = syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0);
+	if (r == 0)
+		mfd = syscall(SYS_fsmount, fsfd, 0, 0);
+	if (mfd < 0) {
+		result(OP_detached, -1, errno, 0);
+		goto out;
+	}
+	ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+	if (ctl >= 0)
+		n = ioctl(ctl, LOOP_CTL_GET_FREE);
+	if (n >= 0) {
+		snprintf(name, sizeof(name), "loop%d", n);
+		dev = openat(mfd, name, O_RDWR | O_CLOEXEC);
+	}
+	if (dev >= 0 && chance(60))
+		ioctl(dev, LOOP_SET_FD, back[0]);
+	/* Keep the device fd sometimes: it outlives the instance. */
+	if (dev >= 0 && chance(30)) {
+		struct wfd *w = free_slot();
+
+		*w = (struct wfd){ FD_DEV, dev, -1, n, O_RDWR };
+		dev = -1;
+	}
+	result(OP_detached, (ctl < 0 || n < 0) ? -1 : 0, errno, 0);
+out:
+	if (dev >= 0)
+		close(dev);
+	if (ctl >= 0)
+		close(ctl);
+	if (mfd >= 0)
+		close(mfd);
+	close(fsfd);
+}
+
+static void op_ctl_open(void)
+{
+	int i = rnd(NINST), fd;
+	char p[PATH_MAX];
+	struct wfd *w;
+
+	snprintf(p, sizeof(p), "%s/loop-control", mnt[i]);
+	set_cur("open %s", p);
+	fd = open(p, O_RDWR | O_CLOEXEC);
+	result(OP_ctl_open, fd, errno, 0);
+	if (fd < 0)
+		return;
+	w = free_slot();
+	*w = (struct wfd){ FD_CTL, fd, i, 0, O_RDWR };
+}
+
+static int rnd_open_flags(void)
+{
+	static const int acc[] = { O_RDWR, O_RDWR, O_RDONLY, O_WRONLY };
+	int f = acc[rnd(4)] | O_CLOEXEC;
+
+	if (chance(30))
+		f |= O_DIRECT;
+	if (chance(5))
+		f |= O_EXCL;
+	if (chance(10))
+		f |= O_NONBLOCK;
+	return f;
+}
+
+static void keep_dev(int fd, int inst, int idx, int flags)
+{
+	struct wfd *w = free_slot();
+
+	*w = (struct wfd){ FD_DEV, fd, inst, idx, flags };
+}
+
+static void op_dev_open(void)
+{
+	int i = rnd(NINST), idx = rnd(MAXIDX), flags = rnd_open_flags(), fd;
+	char p[PATH_MAX];
+
+	if (chance(5))
+		snprintf(p, sizeof(p), "%s/loop%dp%d", mnt[i], idx, 1 + rnd(3));
+	else
+		snprintf(p, sizeof(p), "%s/loop%d", mnt[i], idx);
+	set_cur("open %s flags %#x", p, flags);
+	fd = open(p, flags);
+	result(OP_dev_open, fd, errno, 0);
+	if (fd >= 0)
+		keep_dev(fd, i, idx, flags);
+}
+
+/* Open a loopfs disk by its host name in devtmpfs. */
+static void op_host_open(void)
+{
+	char names[32][64], p[PATH_MAX];
+	int n = 0, flags = rnd_open_flags(), fd;
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir("/sys/block");
+	if (!d)
+		return;
+	while ((de = readdir(d)) && n < 32)
+		if (!strncmp(de->d_name, "loopfs", 6))
+			snprintf(names[n++], sizeof(names[0]), "%s", de->d_name);
+	closedir(d);
+	if (!n)
+		return;
+	snprintf(p, sizeof(p), "/dev/%s", names[rnd(n)]);
+	set_cur("open %s flags %#x", p, flags);
+	fd = open(p, flags);
+	result(OP_host_open, fd, errno, 0);
+	if (fd >= 0)
+		keep_dev(fd, -1, -1, flags);
+}
+
+static void op_close(void)
+{
+	struct wfd *w = &fds[rnd(NFDS)];
+	int r;
+
+	if (w->kind == FD_NONE)
+		return;
+	set_cur("close fd %d", w->fd);
+	r = close(w->fd);
+	result(OP_close, r, errno, 0);
+	w->kind = FD_NONE;
+}
+
+static void op_ctl(enum op op)
+{
+	struct wfd *w = pick_fd(FD_CTL);
+	int arg = rnd_index();
+	long r;
+
+	if (!w)
+		return;
+	switch (op) {
+	case OP_ctl_add:
+		set_cur("LOOP_CTL_ADD %d (inst %d)", arg, w->inst);
+		r = ioctl(w->fd, LOOP_CTL_ADD, arg);
+		break;
+	case OP_ctl_remove:
+		set_cur("LOOP_CTL_REMOVE %d (inst %d)", arg, w->inst);
+		r = ioctl(w->fd, LOOP_CTL_REMOVE, arg);
+		break;
+	case OP_ctl_get_free:
+		set_cur("LOOP_CTL_GET_FREE (inst %d)", w->inst);
+		r = ioctl(w->fd, LOOP_CTL_GET_FREE);
+		break;
+	default: {
+		static const unsigned long cmd[] = {
+			LOOP_SET_FD, LOOP_CONFIGURE, 0x4C83, 0x4CFF, BLKGETSIZE64,
+		};
+		unsigned long c = cmd[rnd(5)];
+
+		set_cur("ioctl ctl %#lx", c);
+		r = ioctl(w->fd, c, arg);
+	}
+	}
+	result(op, r, errno, 0);
+}
+
+static void op_set_fd(struct wfd *w)
+{
+	const char *what;
+	int bfd = pick_backing(&what);
+	long r;
+
+	set_cur("LOOP_SET_FD dev %d/%d backing %s", w->inst, w->idx, what);
+	r = ioctl(w->fd, LOOP_SET_FD, bfd);
+	result(OP_set_fd, r, errno, 0);
+}
+
+static void op_configure(struct wfd *w)
+{
+	struct loop_config cfg;
+	const char *what;
+	long r;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.fd = pick_backing(&what);
+	cfg.block_size = chance(50) ? 0 : (uint32_t)rnd_bsize();
+	rnd_info64(&cfg.info);
+	if (chance(5))
+		cfg.__reserved[rnd(8)] = rnd64();
+	set_cur("LOOP_CONFIGURE dev %d/%d backing %s bs %u off %llu lim %llu flags %#x",
+		w->inst, w->idx, what, cfg.block_size,
+		(unsigned long long)cfg.info.lo_offset,
+		(unsigned long long)cfg.info.lo_sizelimit, cfg.info.lo_flags);
+	r = ioctl(w->fd, LOOP_CONFIGURE, maybe_bad(&cfg));
+	result(OP_configure, r, errno, 0);
+}
+
+static void op_set_status(struct wfd *w, int is64)
+{
+	struct loop_info64 info;
+	struct loop_info old;
+	long r;
+
+	rnd_info64(&info);
+	set_cur("LOOP_SET_STATUS%s dev %d/%d off %llu lim %llu flags %#x",
+		is64 ? "64" : "", w->inst, w->idx,
+		(unsigned long long)info.lo_offset,
+		(unsigned long long)info.lo_sizelimit, info.lo_flags);
+	if (is64) {
+		r = ioctl(w->fd, LOOP_SET_STATUS64, maybe_bad(&info));
+		result(OP_set_status64, r, errno, 0);
+		return;
+	}
+	memset(&old, 0, sizeof(old));
+	old.lo_offset = (int)info.lo_offset;
+	old.lo_flags = info.lo_flags;
+	old.lo_encrypt_type = info.lo_encrypt_type;
+	old.lo_encrypt_key_size = info.lo_encrypt_key_size;
+	memcpy(old.lo_name, info.lo_file_name, LO_NAME_SIZE);
+	r = ioctl(w->fd, LOOP_SET_STATUS, maybe_bad(&old));
+	result(OP_set_status, r, errno, 0);
+}
+
+static void op_get_status(struct wfd *w, int is64)
+{
+	struct loop_info64 info;
+	struct loop_info old;
+	long r;
+
+	set_cur("LOOP_GET_STATUS%s dev %d/%d", is64 ? "64" : "", w->inst, w->idx);
+	if (is64)
+		r = ioctl(w->fd, LOOP_GET_STATUS64, maybe_bad(&info));
+	else
+		r = ioctl(w->fd, LOOP_GET_STATUS, maybe_bad(&old));
+	result(is64 ? OP_get_status64 : OP_get_status, r, errno, 0);
+}
+
+static void op_change_fd(struct wfd *w)
+{
+	const char *what;
+	int bfd = pick_backing(&what);
+	long r;
+
+	set_cur("LOOP_CHANGE_FD dev %d/%d backing %s", w->inst, w->idx, what);
+	r = ioctl(w->fd, LOOP_CHANGE_FD, bfd);
+	result(OP_change_fd, r, errno, 0);
+}
+
+static void op_simple(struct wfd *w, enum op op)
+{
+	unsigned long arg;
+	long r;
+
+	switch (op) {
+	case OP_set_capacity:
+		set_cur("LOOP_SET_CAPACITY dev %d/%d", w->inst, w->idx);
+		r = ioctl(w->fd, LOOP_SET_CAPACITY, 0);
+		break;
+	case OP_set_dio:
+		arg = chance(80) ? rnd(2) : rnd64();
+		set_cur("LOOP_SET_DIRECT_IO dev %d/%d %#lx", w->inst, w->idx, arg);
+		r = ioctl(w->fd, LOOP_SET_DIRECT_IO, arg);
+		break;
+	case OP_set_bsize:
+		arg = rnd_bsize();
+		set_cur("LOOP_SET_BLOCK_SIZE dev %d/%d %lu", w->inst, w->idx, arg);
+		r = ioctl(w->fd, LOOP_SET_BLOCK_SIZE, arg);
+		break;
+	case OP_rrpart:
+		set_cur("BLKRRPART dev %d/%d", w->inst, w->idx);
+		r = ioctl(w->fd, BLKRRPART, 0);
+		break;
+	case OP_flsbuf:
+		set_cur("BLKFLSBUF dev %d/%d", w->inst, w->idx);
+		r = ioctl(w->fd, BLKFLSBUF, 0);
+		break;
+	case OP_getsize64: {
+		uint64_t size;
+
+		set_cur("BLKGETSIZE64 dev %d/%d", w->inst, w->idx);
+		r = ioctl(w->fd, BLKGETSIZE64, &size);
+		break;
+	}
+	default: {
+		/* Unknown commands in and next to the loop range. */
+		static const unsigned long cmd[] = {
+			0x4C0B, 0x4C0C, 0x4C82, 0x4CFF, 0x4C00 | 0x80000000,
+			LOOP_CTL_ADD, LOOP_CTL_GET_FREE,
+		};
+		unsigned long c = cmd[rnd(7)];
+
+		set_cur("ioctl dev %d/%d %#lx", w->inst, w->idx, c);
+		r = ioctl(w->fd, c, rnd64() & 0xffff);
+	}
+	}
+	result(op, r, errno, 0);
+}
+
+static void op_range(struct wfd *w, enum op op)
+{
+	uint64_t range[2];
+	long r;
+
+	range[0] = chance(70) ? (uint64_t)rnd(2048) * 512 : rnd_u64();
+	range[1] = chance(70) ? (uint64_t)(1 + rnd(256)) * 512 : rnd_u64();
+	set_cur("%s dev %d/%d start %llu len %llu", op == OP_discard ?
+		"BLKDISCARD" : "BLKZEROOUT", w->inst, w->idx,
+		(unsigned long long)range[0], (unsigned long long)range[1]);
+	r = ioctl(w->fd, op == OP_discard ? BLKDISCARD : BLKZEROOUT, range);
+	result(op, r, errno, 0);
+}
+
+static void op_io(struct wfd *w, enum op op)
+{
+	int aligned = chance(70);
+	size_t len = aligned ? (size_t)(1 + rnd(16)) * 4096 : 1 + rnd(BUF_SIZE - 1);
+	off_t off = aligned ? (off_t)rnd(512) * 4096 : (off_t)rnd(1 << 21);
+	char *p = buf + (chance(80) ? 0 : 1 + rnd(511));
+	int acc = w->flags & O_ACCMODE;
+	int extra = 0;
+	ssize_t r;
+
+	if (len > BUF_SIZE - 512)
+		len = BUF_SIZE - 512;
+	if (chance(3))
+		off = (off_t)(rnd_u64() & LLONG_MAX);
+	/* A read on an O_WRONLY fd, and the reverse, is EBADF: allowed. */
+	if (op == OP_read) {
+		set_cur("pread dev %d/%d len %zu off %lld%s", w->inst, w->idx,
+			len, (long long)off, w->flags & O_DIRECT ? " O_DIRECT" : "");
+		r = pread(w->fd, p, len, off);
+		if (w->flags & O_NONBLOCK)
+			extra = EAGAIN;
+		result(op, r, errno, extra);
+		return;
+	}
+	if (op == OP_write_mbr) {
+		/* Two small partitions: BLKRRPART / PARTSCAN then find them. */
+		memset(buf, 0, 512);
+		buf[446 + 4] = 0x83;
+		buf[446 + 8] = 8;
+		buf[446 + 12] = 64;
+		buf[462 + 4] = 0x83;
+		buf[462 + 8] = 72;
+		buf[462 + 12] = 64;
+		buf[510] = 0x55;
+		buf[511] = 0xaa;
+		p = buf;
+		len = w->flags & O_DIRECT ? 4096 : 512;
+		off = 0;
+	} else {
+		memset(p, 0x5a + (int)opno, len);
+	}
+	set_cur("%s dev %d/%d len %zu off %lld acc %d%s", op_name[op], w->inst,
+		w->idx, len, (long long)off, acc,
+		w->flags & O_DIRECT ? " O_DIRECT" : "");
+	r = pwrite(w->fd, p, len, off);
+	if (w->flags & O_NONBLOCK)
+		extra = EAGAIN;
+	result(op, r, errno, extra);
+}
+
+static void op_dev(enum op op)
+{
+	struct wfd *w = pick_fd(FD_DEV);
+
+	if (!w)
+		return;
+	switch (op) {
+	case OP_set_fd: op_set_fd(w); break;
+	case OP_configure: op_configure(w); break;
+	case OP_clr_fd: {
+		long r;
+
+		set_cur("LOOP_CLR_FD dev %d/%d", w->inst, w->idx);
+		r = ioctl(w->fd, LOOP_CLR_FD, 0);
+		result(op, r, errno, 0);
+		break;
+	}
+	case OP_set_status: op_set_status(w, 0); break;
+	case OP_set_status64: op_set_status(w, 1); break;
+	case OP_get_status: op_get_status(w, 0); break;
+	case OP_get_status64: op_get_status(w, 1); break;
+	case OP_change_fd: op_change_fd(w); break;
+	case OP_discard:
+	case OP_zeroout: op_range(w, op); break;
+	case OP_read:
+	case OP_write:
+	case OP_write_mbr: op_io(w, op); break;
+	default: op_simple(w, op);
+	}
+}
+
+/*
+ * unlink / rename / create, through a directory fd checked to be a loopfs
+ * root (the mount point may be empty at the moment).
+ */
+static void op_names(enum op op)
+{
+	int i = rnd(NINST), dfd, r;
+	char p[64], q[64];
+	struct statfs st;
+
+	dfd = open(mnt[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return;
+	if (fstatfs(dfd, &st) || (unsigned long)st.f_type != LOOPFS_MAGIC) {
+		close(dfd);
+		return;
+	}
+	if (chance(15))
+		snprintf(p, sizeof(p), "loop-control");
+	else
+		snprintf(p, sizeof(p), "loop%d", rnd(MAXIDX));
+	switch (op) {
+	case OP_unlink:
+		set_cur("unlink %s/%s", mnt[i], p);
+		r = unlinkat(dfd, p, 0);
+		break;
+	case OP_rename:
+		snprintf(q, sizeof(q), "loop%d", rnd(MAXIDX));
+		set_cur("rename %s/%s %s", mnt[i], p, q);
+		r = renameat(dfd, p, dfd, q);
+		break;
+	default:
+		snprintf(p, sizeof(p), "%s", chance(50) ? "file" : "loop99");
+		set_cur("creat %s/%s", mnt[i], p);
+		r = openat(dfd, p, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+		if (r >= 0) {
+			close(r);
+			/* Creating anything in an instance root must fail. */
+			wrong_outcome(op, "created");
+			unlinkat(dfd, p, 0);
+			close(dfd);
+			return;
+		}
+	}
+	result(op, r, errno, 0);
+	close(dfd);
+}
+
+static int write_sysctl(const char *val)
+{
+	int fd = open(SYSCTL, O_WRONLY | O_CLOEXEC), r;
+
+	if (fd < 0)
+		return -1;
+	r = write(fd, val, strlen(val));
+	if (r < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static void op_sysctl(void)
+{
+	static const char * const good[] = { "255", "1000", "4", "0", "2147483647" };
+	static const char * const bad[] = { "-1", "abc", "99999999999", "1x" };
+	const char *v;
+	int r;
+
+	if (chance(75)) {
+		v = good[rnd(5)];
+		set_cur("write %s to " SYSCTL, v);
+		r = write_sysctl(v);
+		result(OP_sysctl, r, errno, 0);
+		if (r == 0 && strcmp(v, "255")) {
+			/* Low limits only for a moment, else nothing gets created. */
+			usleep(2000);
+			write_sysctl("255");
+		}
+		return;
+	}
+	v = bad[rnd(4)];
+	set_cur("write '%s' to " SYSCTL, v);
+	r = write_sysctl(v);
+	result(OP_sysctl, r, errno, 0);
+	if (r == 0) {
+		wrong_outcome(OP_sysctl, "accepted");
+		write_sysctl("255");
+	}
+}
+
+static enum op pick_op(void)
+{
+	static int total;
+	int i, r;
+
+	if (!total)
+		for (i = 0; i < OP_MAX; i++)
+			total += excluded[i] ? 0 : op_weight[i];
+	r = rnd(total);
+	for (i = 0; i < OP_MAX; i++) {
+		if (excluded[i])
+			continue;
+		if (r < op_weight[i])
+			return i;
+		r -= op_weight[i];
+	}
+	return OP_close;
+}
+
+static void do_op(enum op op)
+{
+	switch (op) {
+	case OP_mount: op_mount(); break;
+	case OP_umount: op_umount(); break;
+	case OP_remount: op_remount(); break;
+	case OP_detached: op_detached(); break;
+	case OP_ctl_open: op_ctl_open(); break;
+	case OP_dev_open: op_dev_open(); break;
+	case OP_host_open: op_host_open(); break;
+	case OP_close: op_close(); break;
+	case OP_ctl_add:
+	case OP_ctl_remove:
+	case OP_ctl_get_free:
+	case OP_ctl_bad: op_ctl(op); break;
+	case OP_unlink:
+	case OP_rename:
+	case OP_create: op_names(op); break;
+	case OP_sysctl: op_sysctl(); break;
+	default: op_dev(op);
+	}
+}
+
+static void make_backing(int w)
+{
+	static const off_t sizes[NBACK] = {
+		1 << 20, (1 << 20) + 123, 0, 4096, 511, 3 << 20,
+	};
+	char p[PATH_MAX];
+	int i;
+
+	for (i = 0; i < NBACK; i++) {
+		snprintf(p, sizeof(p), "%s/back-%d-%d", base, w, i);
+		back[i] = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (back[i] < 0 || ftruncate(back[i], sizes[i])) {
+			perror(p);
+			exit(2);
+		}
+		/* Number 3 is read-only. */
+		if (i == 3) {
+			close(back[i]);
+			back[i] = open(p, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	dirfd_ = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd) == 0) {
+		sockfd = pipefd[0];
+		close(pipefd[1]);
+	}
+	if (pipe2(pipefd, O_CLOEXEC))
+		pipefd[0] = pipefd[1] = -1;
+	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	snprintf(p, sizeof(p), "%s/back-%d-0", base, w);
+	pathfd = open(p, O_PATH | O_CLOEXEC);
+}
+
+static void worker(int w, uint64_t seed, time_t deadline)
+{
+	worker_id = w;
+	rs = seed + (uint64_t)w * 0x9E3779B97F4A7C15ULL;
+	if (!rs)
+		rs = 1;
+	if (posix_memalign((void **)&buf, 4096, BUF_SIZE))
+		exit(2);
+	make_backing(w);
+	while (!sh->stop && time(NULL) < deadline) {
+		opno++;
+		do_op(pick_op());
+	}
+	snprintf(sh->cur[w], sizeof(sh->cur[0]), "done");
+	exit(0);
+}
+
+/* --- setup and teardown --------------------------------------------------- */
+
+static int tap_n;
+
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+}
+
+static int count_loopfs_disks(void)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d = opendir("/sys/block");
+
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "loopfs", 6))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static int unmount_all(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < NINST; i++)
+		while (is_loopfs(mnt[i]) && n < 100) {
+			if (umount2(mnt[i], MNT_DETACH))
+				return -1;
+			n++;
+		}
+	return n;
+}
+
+static long read_long(const char *path)
+{
+	long v = -1;
+	FILE *f = fopen(path, "r");
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static void cat_line(const char *dir, const char *file, char *out, size_t len)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, file);
+	out[0] = 0;
+	f = fopen(p, "r");
+	if (!f)
+		return;
+	if (fgets(out, len, f))
+		out[strcspn(out, "\n")] = 0;
+	fclose(f);
+}
+
+/* What is left: every loopfs disk with its binding and holders. */
+static void show_leftovers(void)
+{
+	char dir[PATH_MAX], back[256], holders[256], sub[PATH_MAX];
+	struct dirent *de, *he;
+	DIR *d = opendir("/sys/block"), *h;
+	FILE *f;
+
+	while (d && (de = readdir(d))) {
+		if (strncmp(de->d_name, "loopfs", 6))
+			continue;
+		snprintf(dir, sizeof(dir), "/sys/block/%s", de->d_name);
+		cat_line(dir, "loop/backing_file", back, sizeof(back));
+		holders[0] = 0;
+		snprintf(sub, sizeof(sub), "%s/holders", dir);
+		h = opendir(sub);
+		while (h && (he = readdir(h)))
+			if (he->d_name[0] != '.' &&
+			    strlen(holders) + strlen(he->d_name) + 2 < sizeof(holders)) {
+				strcat(holders, " ");
+				strcat(holders, he->d_name);
+			}
+		if (h)
+			closedir(h);
+		say("#   %s: backing '%s' holders:%s\n", de->d_name, back, holders);
+	}
+	if (d)
+		closedir(d);
+	f = fopen("/proc/self/mountinfo", "r");
+	while (f && fgets(dir, sizeof(dir), f))
+		if (strstr(dir, " - loop "))
+			say("#   mount: %s", dir);
+	if (f)
+		fclose(f);
+}
+
+/* After the last reference, removal may finish in a work item: wait. */
+static int wait_clean(void)
+{
+	int i;
+
+	for (i = 0; i < 600; i++) {
+		if (count_loopfs_disks() == 0 &&
+		    read_long("/sys/module/loopfs/refcnt") == 0)
+			return 0;
+		usleep(50000);
+	}
+	return -1;
+}
+
+static int reload_module(void)
+{
+	const char *ko = getenv("LOOPFS_KO");
+	char cmd[PATH_MAX + 16];
+
+	if (system("rmmod loopfs")) {
+		say("# rmmod loopfs failed\n");
+		return -1;
+	}
+	if (!ko) {
+		say("# LOOPFS_KO not set: cannot reload\n");
+		return -1;
+	}
+	snprintf(cmd, sizeof(cmd), "insmod '%s'", ko);
+	if (system(cmd)) {
+		say("# insmod %s failed\n", ko);
+		return -1;
+	}
+	return 0;
+}
+
+static void parse_exclude(void)
+{
+	const char *ex = getenv("LOOPFS_FUZZ_EXCLUDE");
+	char tmp[512], *tok, *save;
+	int i;
+
+	if (!ex || !*ex)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s", ex);
+	for (tok = strtok_r(tmp, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
+		for (i = 0; i < OP_MAX; i++)
+			if (!strcmp(tok, op_name[i]))
+				excluded[i] = 1;
+}
+
+int main(int argc, char **argv)
+{
+	const char *e;
+	uint64_t seed;
+	int seconds, nprocs, i, status, hung = 0, unmounted, clean;
+	pid_t pids[MAXPROCS];
+	time_t deadline, now;
+	long total = 0;
+
+	e = getenv("LOOPFS_FUZZ_SECONDS");
+	seconds = argc > 1 ? atoi(argv[1]) : e ? atoi(e) : 120;
+	e = getenv("LOOPFS_QUICK");
+	if (argc < 2 && e && !strcmp(e, "1"))
+		seconds = 20;
+	e = getenv("LOOPFS_FUZZ_SEED");
+	if (e && *e)
+		seed = strtoull(e, NULL, 0);
+	else
+		seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
+	trace = getenv("LOOPFS_FUZZ_TRACE") != NULL;
+	parse_exclude();
+	rs = seed ? seed : 1;
+	nprocs = 2 + rnd(3);
+	e = getenv("LOOPFS_FUZZ_PROCS");
+	if (e && atoi(e) >= 1 && atoi(e) <= MAXPROCS)
+		nprocs = atoi(e);
+
+	printf("TAP version 13\n1..5\n");
+	say("# seed %llu (reproduce: LOOPFS_FUZZ_SEED=%llu), %d s, %d processes\n",
+	    (unsigned long long)seed, (unsigned long long)seed, seconds, nprocs);
+	for (i = 0; i < OP_MAX; i++)
+		if (excluded[i])
+			say("# excluded: %s\n", op_name[i]);
+
+	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
+		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (sh == MAP_FAILED)
+		return 2;
+	/* Our own mount namespace: nothing leaks into the runner's. */
+	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+		perror("unshare");
+		return 2;
+	}
+	if (!getcwd(base, sizeof(base) - 64))
+		return 2;
+	strcat(base, "/fuzz");
+	mkdir(base, 0755);
+	for (i = 0; i < NINST; i++) {
+		snprintf(mnt[i], sizeof(mnt[i]), "%s/i%d", base, i);
+		mkdir(mnt[i], 0755);
+		if (mount("loop", mnt[i], "loop", 0, "") == 0)
+			sh->stack[i] = 1;
+	}
+
+	deadline = time(NULL) + seconds;
+	for (i = 0; i < nprocs; i++) {
+		sh->beat[i] = time(NULL);
+		pids[i] = fork();
+		if (pids[i] == 0)
+			worker(i, seed, deadline);
+	}
+	/* Watchdog: a worker stuck in one call for 60 s is a hang. */
+	for (;;) {
+		int alive = 0;
+
+		for (i = 0; i < nprocs; i++)
+			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == 0)
+				alive++;
+			else
+				pids[i] = 0;
+		if (!alive)
+			break;
+		now = time(NULL);
+		for (i = 0; i < nprocs; i++)
+			if (pids[i] > 0 && now - sh->beat[i] > 60 && !hung) {
+				say("# worker %d stuck for %lds in: %s\n", i,
+				    (long)(now - sh->beat[i]), sh->cur[i]);
+				hung = 1;
+			}
+		if (hung && now > deadline + 120) {
+			say("# giving up on stuck workers\n");
+			break;
+		}
+		usleep(200000);
+	}
+	sh->stop = 1;
+
+	for (i = 0; i < OP_MAX; i++) {
+		if (!sh->ok[i] && !sh->err[i])
+			continue;
+		total += sh->ok[i] + sh->err[i];
+		say("# ops: %-14s %8ld ok %8ld failed\n", op_name[i], sh->ok[i], sh->err[i]);
+	}
+	say("# ops: total %ld in %d s (seed %llu)\n", total, seconds,
+	    (unsigned long long)seed);
+	for (i = 0; i < sh->ndiag && i < NDIAG; i++)
+		say("# unexpected: %s\n", sh->diag[i]);
+	tap(sh->unexpected == 0, "every call succeeded or failed with an allowed errno (%ld unexpected)",
+	    sh->unexpected);
+	tap(!hung, "no worker stuck in a call");
+
+	write_sysctl("255");
+	unmounted = unmount_all();
+	say("# unmounted %d instances\n", unmounted);
+	clean = unmounted >= 0 && wait_clean() == 0;
+	if (!clean) {
+		say("# left behind: %d loopfs disks in /sys/block, refcnt %ld\n",
+		    count_loopfs_disks(), read_long("/sys/module/loopfs/refcnt"));
+		show_leftovers();
+	}
+	tap(unmounted >= 0, "every instance unmounts");
+	tap(clean, "no loopfs disk left in /sys/block, module refcount 0");
+	tap(!hung && reload_module() == 0, "rmmod loopfs and insmod again");
+	return sh->unexpected || hung || !clean ? 1 : 0;
+}
