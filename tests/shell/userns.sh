@@ -16,11 +16,14 @@ res=$w/u/results
 # Runs as root of the user namespace; records "step ok" or "step FAIL why".
 cat >"$w/inner.sh" <<'INNER'
 set -uo pipefail
-w=$1 u=$1/u res=$1/u/results
+export w=$1 u=$1/u res=$1/u/results
+# Each step runs in its own `bash -e`, so that the first failing command
+# fails the step (errexit is ignored inside an `if` condition).
 step() {
 	local name=$1 out
 	shift
-	if out=$("$@" 2>&1); then
+	export -f "$1"
+	if out=$(bash -euo pipefail -c "$1" 2>&1); then
 		echo "$name ok" >>"$res"
 	else
 		echo "$name FAIL $(echo "$out" | tail -n 3 | tr '\n' ' ')" >>"$res"
@@ -47,7 +50,6 @@ losetup_f() {
 	cmp "$u/img" /dev/loop0
 }
 write_through() {
-	head -c 65536 /dev/urandom >"$u/chunk"
 	dd if="$u/chunk" of=/dev/loop0 bs=4096 seek=16 conv=notrunc,fsync status=none
 	cmp -n 65536 -i 65536:0 "$u/img" "$u/chunk"
 }
@@ -80,7 +82,8 @@ INNER
 
 prepare() {
 	head -c 4M /dev/urandom >"$w/u/img"
-	chown "$uid:$uid" "$w/u/img"
+	head -c 65536 /dev/urandom >"$w/u/chunk"
+	chown "$uid:$uid" "$w/u/img" "$w/u/chunk"
 	mkdir "$w/host"
 	mount -t loop loop "$w/host"
 	# loop0 in the host-owned instance: losetup -f's GET_FREE through a
