@@ -116,9 +116,9 @@ static void parse_options(int argc, char **argv)
 	int c, i;
 
 	s = getenv("SUDO_UID");
-	cfg.uid = s ? parse_num(s, "SUDO_UID") : 1000;
+	cfg.uid = s && strcmp(s, "0") ? parse_num(s, "SUDO_UID") : 1000;
 	s = getenv("SUDO_GID");
-	if (s) {
+	if (s && strcmp(s, "0")) {
 		cfg.gid = parse_num(s, "SUDO_GID");
 		have_gid = true;
 	}
@@ -172,6 +172,9 @@ static void parse_options(int argc, char **argv)
 	}
 	if (!have_gid)
 		cfg.gid = cfg.uid;
+	/* host root as the container's root would own every host file */
+	if (!cfg.uid || !cfg.gid)
+		die("refusing to map host uid/gid 0 to the container's root (use --uid/--gid)");
 	if (!have_allow) {
 		for (i = 0; i < (int)(sizeof(default_fs) / sizeof(*default_fs)); i++)
 			cfg.allow_fs[cfg.nallow++] = (char *)default_fs[i];

@@ -160,17 +160,20 @@ static int open_caller(struct container *c, struct caller *k)
 	return 0;
 }
 
-/* Joins the caller's mount and user namespaces as their root. */
+/* Joins the caller's mount and user namespaces as their root, no groups. */
 static int enter_caller(struct caller *k, int user_fd, bool chroot_caller)
 {
 	if (setgroups(0, NULL) || setns(k->mnt_fd, CLONE_NEWNS) ||
 	    setns(user_fd, CLONE_NEWUSER))
 		return -errno;
-	/* root of that namespace if it is mapped, else nobody */
-	if (setresgid(0, 0, 0) == 0)
-		setgroups(0, NULL);
-	if (setresuid(0, 0, 0))
-		setresuid(-1, -1, -1);
+	/*
+	 * Root of that namespace if it is mapped; if not, the unmapped ids
+	 * stay and the files of the namespace are "other" to us.
+	 */
+	if (setresgid(0, 0, 0) && errno != EINVAL)
+		return -errno;
+	if (setresuid(0, 0, 0) && errno != EINVAL)
+		return -errno;
 	if (chroot_caller &&
 	    (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd)))
 		return -errno;
