@@ -6,7 +6,8 @@
 # "N passed, N failed" (", N skipped" if any).  Exit status 1 on any failure.
 #
 # Environment: SUITES (subset of suites, see run-guest.sh), KERNELS (only
-# kernels whose version starts with one of these words, e.g. KERNELS=6.12),
+# these kernels: a word matches a version or its prefix up to a dot or dash,
+# so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt),
 # DKMS_TEST (1 runs the DKMS test; default 1, or 0 when SUITES is set),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
@@ -40,7 +41,7 @@ selected() {
 	local k=$1 w
 	[ -n "${KERNELS:-}" ] || return 0
 	for w in $KERNELS; do
-		case $k in "$w"*) return 0 ;; esac
+		case $k in "$w" | "$w".* | "$w"-*) return 0 ;; esac
 	done
 	return 1
 }
