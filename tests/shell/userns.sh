@@ -31,7 +31,8 @@ step() {
 }
 private_dev() {
 	mkdir -p "$u/realdev"
-	mount --bind /dev "$u/realdev"
+	# recursive: /dev has locked submounts (pts, shm) in a user namespace
+	mount --rbind /dev "$u/realdev"
 	mount -t tmpfs tmpfs /dev
 	for n in null zero urandom; do
 		touch "/dev/$n"
