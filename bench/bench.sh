@@ -29,6 +29,18 @@ fi
 [ ${#kvers[@]} -gt 0 ] || { echo "bench: no kernel found in /boot" >&2; exit 1; }
 [ -x "$build/bench/loopctl" ] || { echo "bench: run make bench-build first" >&2; exit 1; }
 
+# Print bad kernel log lines of the last guest; true if there are any.
+# The harness's list of patterns when it is there, the same idea otherwise.
+scan() {
+	local logs=("$dir/run/dmesg.txt" "$dir/run/console.log")
+	if [ -x "$repo/tests/harness/logscan.sh" ]; then
+		"$repo/tests/harness/logscan.sh" "${logs[@]}"
+	else
+		grep -nE 'WARNING:|BUG:|Oops|general protection|Kernel panic|INFO: task .* blocked|KASAN|UBSAN|circular locking' \
+			"${logs[@]}" 2>/dev/null | head -n 40 | grep .
+	fi
+}
+
 start=$(date +%s)
 failed=0
 reports=()
@@ -43,13 +55,21 @@ for kver in "${kvers[@]}"; do
 	truncate -s "${BENCH_DISK_MB:-1024}M" "$dir/disk.img"
 	echo "bench: $kver: guest running (console: $dir/run/console.log)"
 	t0=$(date +%s)
+	load0=$(cut -d' ' -f1 /proc/loadavg) others0=$(pgrep -c qemu-system || true)
 	rc=0
 	BENCH_QUIET=1 "$here/guest-boot.sh" -k "$kver" -o "$dir/run" -d "$dir/disk.img" \
 		-t "${BENCH_TIMEOUT:-1800}" -- "$here/run-guest.sh" $smoke /run/results/data || rc=$?
 	rm -f "$dir/disk.img"
 	echo "bench: $kver: guest finished in $(($(date +%s) - t0)) s (exit $rc)"
-	if grep -nE 'WARNING:|BUG:|Oops|lockdep|hung_task|blocked for more than|KASAN' \
-		"$dir/run/dmesg.txt" "$dir/run/console.log" 2>/dev/null | head -n 20 | grep .; then
+	# What else ran on the host meanwhile: the numbers depend on it.
+	if [ -d "$dir/run/data" ]; then
+		{
+			echo "host_cpus=$(nproc)"
+			echo "host_load=$load0 -> $(cut -d' ' -f1 /proc/loadavg)"
+			echo "host_other_guests=$others0 -> $(pgrep -c qemu-system || true)"
+		} >> "$dir/run/data/meta.txt"
+	fi
+	if scan; then
 		echo "bench: $kver: kernel warnings in the guest log (above)" >&2
 		failed=1
 	fi

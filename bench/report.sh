@@ -6,8 +6,7 @@
 #
 # RUNDIR holds data.csv, ctl.csv and meta.txt. REPORT.md defaults to
 # RUNDIR/results-<kernel>.md; the chart goes next to it as .png.
-# Medians over the rounds; noise = the larger relative spread
-# (max - min) / median of the stock and loopfs rounds of that case.
+# Medians over the rounds; noise: see summary().
 # Nothing here passes or fails on a number: the goal column only says
 # where loopfs stands against the goals of issue 6.
 set -euo pipefail
@@ -23,38 +22,44 @@ dat=${md%.md}.dat
 
 metav() { sed -n "s/^$1=//p" "$run/meta.txt"; }
 
-# Median of the rounds per case and target, plus spread, in one awk pass.
+# Per case: the median over the rounds of each target, and the noise of the
+# loopfs/stock ratio: half the range of the per-round ratios (each round runs
+# the targets back to back, so slow drift of the host cancels out) relative
+# to their median.
 # Output: backing workload unit stock loopfs raw noise_pct   ("-" if absent)
 summary() {
-	awk -F, 'NR > 1 && $5 != "NA" {
-		k = $1 SUBSEP $2; key[k] = 1; unit[k] = $6
-		n = ++cnt[k, $3]; v[k, $3, n] = $5 + 0
-		if (!(k in order)) { order[k] = ++nk; byord[nk] = k }
-	}
-	function median(k, t,   n, i, j, a, tmp) {
-		n = cnt[k, t]; if (!n) return "-"
-		for (i = 1; i <= n; i++) a[i] = v[k, t, i]
+	awk -F, '
+	function median(a, n,   i, j, tmp) {
+		if (!n) return "-"
 		for (i = 2; i <= n; i++)
 			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
 				tmp = a[j]; a[j] = a[j - 1]; a[j - 1] = tmp }
 		return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 	}
-	function spread(k, t,   n, i, lo, hi, m) {
-		n = cnt[k, t]; if (n < 2) return -1
-		lo = hi = v[k, t, 1]
-		for (i = 2; i <= n; i++) {
-			if (v[k, t, i] < lo) lo = v[k, t, i]
-			if (v[k, t, i] > hi) hi = v[k, t, i] }
-		m = median(k, t); return m > 0 ? (hi - lo) / m * 100 : -1
+	function target_median(k, t,   a, n, r) {
+		n = 0; for (r = 1; r <= maxr; r++) if ((k, t, r) in v) a[++n] = v[k, t, r]
+		return median(a, n)
+	}
+	function ratio_noise(k,   a, n, r, m) {
+		n = 0
+		for (r = 1; r <= maxr; r++)
+			if ((k, "loopfs", r) in v && (k, "stock", r) in v && v[k, "stock", r] > 0)
+				a[++n] = v[k, "loopfs", r] / v[k, "stock", r]
+		if (n < 2) return "-"
+		m = median(a, n)	# sorts a
+		return m > 0 ? sprintf("%.0f", (a[n] - a[1]) / 2 / m * 100) : "-"
+	}
+	NR > 1 && $5 != "NA" {
+		k = $1 SUBSEP $2; unit[k] = $6; v[k, $3, $4] = $5 + 0
+		if ($4 + 0 > maxr) maxr = $4 + 0
+		if (!(k in order)) { order[k] = ++nk; byord[nk] = k }
 	}
 	END {
 		for (o = 1; o <= nk; o++) {
 			k = byord[o]; split(k, p, SUBSEP)
-			s1 = spread(k, "stock"); s2 = spread(k, "loopfs")
-			nz = (s1 > s2) ? s1 : s2
 			printf "%s %s %s %s %s %s %s\n", p[1], p[2], unit[k],
-				median(k, "stock"), median(k, "loopfs"), median(k, "raw"),
-				nz < 0 ? "-" : sprintf("%.0f", nz)
+				target_median(k, "stock"), target_median(k, "loopfs"),
+				target_median(k, "raw"), ratio_noise(k)
 		}
 	}' "$run/data.csv"
 }
@@ -93,10 +98,16 @@ fmt() { # number -> compact (IOPS integers, MiB/s one decimal)
 	echo "Guest: $(metav cpus) vCPU, $(metav mode) run, $(metav rounds) round(s) of" \
 		"$(metav runtime) per fio run (+$(metav ramp) ramp), backing file $(metav file_mb) MiB;" \
 		"ext4 on $(metav ext4_disk). loopfs module: $(metav loopfs)."
+	if [ -n "$(metav host_load)" ]; then
+		echo "Host: $(metav host_cpus) CPUs, load average $(metav host_load) (start -> end)," \
+			"QEMU processes running $(metav host_other_guests): TCG guests share the host's cores," \
+			"so absolute numbers move with the load; the targets run back to back in every round."
+	fi
 	echo "Loop dio (sysfs loop/dio) stock tmpfs/ext4: $(metav dio_stock_tmpfs)/$(metav dio_stock_ext4)," \
 		"loopfs: $(metav dio_loopfs_tmpfs)/$(metav dio_loopfs_ext4)."
-	echo "Medians over rounds; 4k cases in IOPS, 1M cases in MiB/s; noise = the larger of the" \
-		"stock and loopfs (max-min)/median over the rounds."
+	echo "Medians over rounds; 4k cases in IOPS, 1M cases in MiB/s. noise: half the range of" \
+		"the per-round loopfs/stock ratios (targets run back to back in each round) relative to" \
+		"their median; a goal missed by less than that is reported as within noise."
 	echo
 	echo "| backing | workload | stock | loopfs | raw file | loopfs/stock | loopfs/raw | stock/raw | noise ±% | goal | status |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"

@@ -17,7 +17,7 @@
 # (smoke only: it exercises the path, its numbers mean little).
 #
 # Knobs (env): BENCH_ROUNDS=3 BENCH_RUNTIME=2 (s per fio run) BENCH_RAMP=500ms
-# BENCH_FILE_MB=256 BENCH_CTL_CYCLES=100 BENCH_CTL_INSTANCES=100
+# BENCH_FILE_MB=256 BENCH_CTL_CYCLES=50 BENCH_CTL_INSTANCES=100
 # BENCH_CTL_DEVICES=1000 BENCH_LOOPCTL (helper binary).
 set -euo pipefail
 
@@ -33,7 +33,7 @@ if [ -n "$smoke" ]; then
 else
 	rounds=${BENCH_ROUNDS:-3} runtime=${BENCH_RUNTIME:-2} ramp=${BENCH_RAMP:-500ms}
 	file_mb=${BENCH_FILE_MB:-256}
-	cycles=${BENCH_CTL_CYCLES:-100}
+	cycles=${BENCH_CTL_CYCLES:-50}
 	instances=${BENCH_CTL_INSTANCES:-100} devices=${BENCH_CTL_DEVICES:-1000}
 fi
 build=${LOOPFS_BUILD:-$(dirname "$(dirname "$(readlink -f "$0")")")/.build}
