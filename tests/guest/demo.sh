@@ -26,11 +26,13 @@ scenario() {
 	truncate -s 32M /tmp/demo/disk.img
 	mkfs.ext4 -q -d /tmp/demo/content /tmp/demo/disk.img
 	mount -o loop /tmp/demo/disk.img /mnt/disk
-	losetup -l
+	findmnt /mnt/disk
+	losetup /dev/loop0
+	ls /sys/block
 	cat /mnt/disk/hello
 	umount /mnt/disk
-	losetup -l
 	umount /dev/loopfs
+	ls /dev/loopfs
 }
 
 echo "=== loopfs demo on $(uname -r)"
