@@ -1195,15 +1195,20 @@ static void show_leftovers(void)
 		fclose(f);
 }
 
-/* After the last reference, removal may finish in a work item: wait. */
+/*
+ * After the last reference, removal may finish in a work item: wait up to
+ * 30 s (a loaded TCG guest can be slow), and say how long it took.
+ */
 static int wait_clean(void)
 {
 	int i;
 
 	for (i = 0; i < 600; i++) {
 		if (count_loopfs_disks() == 0 &&
-		    read_long("/sys/module/loopfs/refcnt") == 0)
+		    read_long("/sys/module/loopfs/refcnt") == 0) {
+			say("# clean after %d ms\n", i * 50);
 			return 0;
+		}
 		usleep(50000);
 	}
 	return -1;
