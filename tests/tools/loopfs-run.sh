@@ -273,7 +273,27 @@ test_pid_ns() {
 	expect_in "hello from loopfs" "$out" "mount -o loop in a PID namespace"
 }
 
-tap_plan 16
+test_caller_cwd() {
+	local out
+	out=$(run -- sh -c "losetup /dev/loop0 $S/img && cd $S &&
+		$PROBE mount /dev/loop0 mnt ext4 ro &&
+		cat mnt/hello && grep ' $S/mnt ' /proc/self/mountinfo")
+	echo "$out"
+	expect_in "hello from loopfs" "$out" "file via a relative target"
+	expect_in " $S/mnt ro,nosuid,nodev" "$out" "mounted at the caller's cwd-relative target"
+}
+
+test_nested_ns() {
+	local out
+	out=$(run -- sh -c "losetup /dev/loop1 $S/img &&
+		unshare -U -m --map-root-user sh -c '$PROBE mount /dev/loop1 /mnt ext4 ro && cat /mnt/hello' &&
+		echo outer: \$(grep -c ' /mnt .* - ext4 ' /proc/self/mountinfo)")
+	echo "$out"
+	expect_in "hello from loopfs" "$out" "mount from a nested user+mount namespace"
+	expect_in "outer: 0" "$out" "the mount stays in the caller's namespace"
+}
+
+tap_plan 18
 t "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 t "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 t "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -290,4 +310,6 @@ t "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
 t "after COMMAND exits: no loop devices, mounts, processes or charges left" test_nothing_left
 t "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
 t "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
+t "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
+t "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
 tap_exit
