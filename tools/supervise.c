@@ -396,7 +396,11 @@ static int locked_clone(int mnt)
 	return fd;
 }
 
-/* In the helper: creates the filesystem from the instance node and attaches it. */
+/*
+ * In the helper: creates the filesystem from the instance node and attaches
+ * it.  This and fuse_mount() return 0 or a positive errno: the helper's exit
+ * status, which perform() turns into the reply.
+ */
 static int kernel_mount(struct container *c, struct caller *k,
 			const struct request *r, const char *node, int tgt)
 {

@@ -62,7 +62,11 @@ expect_in() {
 
 # Host names of all loopfs block devices right now, one per line.
 loopfs_disks() {
-	ls /sys/block 2>/dev/null | grep '^loopfs' || true
+	local d
+	for d in /sys/block/loopfs*; do
+		[ -e "$d" ] && echo "${d##*/}"
+	done
+	true
 }
 
 # wait_gone PATH [SECONDS]: true once PATH no longer exists
