@@ -295,7 +295,20 @@ test_nested_ns() {
 	expect_in "outer: 0" "$out" "the mount stays in the caller's namespace"
 }
 
-tap_plan 18
+test_compat_abi() {
+	local out
+	# an i386 mount(2) (int 0x80) is supervised like a native one
+	out=$(run -- sh -c "losetup /dev/loop0 $S/img &&
+		$PROBE mount32 $S/hostdisk /mnt ext4; $PROBE mount32 /dev/loop0 /mnt ext4 &&
+		cat /mnt/hello" 2>"$S/err")
+	cat "$S/err"
+	echo "$out"
+	expect_eq "EPERM
+ok
+hello from loopfs" "$out" "i386 mount(2) of the host disk, then of the instance device"
+}
+
+tap_plan 19
 t "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 t "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 t "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -314,4 +327,5 @@ t "when the supervisor dies, the container's mount(2) fails with ENOSYS instead 
 t "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
 t "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
 t "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
+t "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
 tap_exit

@@ -4,6 +4,9 @@
  *
  *   mnt-probe mount SRC TGT TYPE [ro] [DATA]  prints "ok" or the errno name
  *   mnt-probe fsopen TYPE                     prints "ok" or the errno name
+ *   mnt-probe loop-add CONTROL N              LOOP_CTL_ADD N on CONTROL
+ *   mnt-probe mount32 SRC TGT TYPE            mount(2) through the i386 ABI
+ *       (int 0x80 from this 64-bit process, read-only)
  *   mnt-probe race GOOD BAD TGT TYPE N SECS   N attempts (at most SECS s) of
  *       mount(buf, TGT, TYPE, MS_RDONLY) while a second thread keeps
  *       rewriting buf between the paths GOOD and BAD.  A mount that succeeds
@@ -11,11 +14,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/loop.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -44,6 +51,31 @@ static void *flipper(void *arg)
 	}
 	return NULL;
 }
+
+#ifdef __x86_64__
+/* mount(2) as a 32-bit program makes it: i386 number 21, int 0x80. */
+static int mount32(char **argv)
+{
+	char *low = mmap(NULL, 3 * 4096, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+	long ret;
+	int i;
+
+	if (low == MAP_FAILED)
+		return 2;
+	for (i = 0; i < 3; i++)
+		snprintf(low + i * 4096, 4096, "%s", argv[i]);
+	asm volatile ("int $0x80"
+		      : "=a" (ret)
+		      : "a" (21L), "b" (low), "c" (low + 4096), "d" (low + 8192),
+			"S" ((long)MS_RDONLY), "D" (0L)
+		      : "memory", "cc", "r8", "r9", "r10", "r11");
+	if (ret < 0)
+		errno = -ret;
+	printf("%s\n", result(ret < 0));
+	return ret < 0;
+}
+#endif
 
 static int race(char **argv)
 {
@@ -104,6 +136,17 @@ int main(int argc, char **argv)
 		printf("%s\n", result(r < 0));
 		return r < 0;
 	}
+	if (argc == 4 && !strcmp(argv[1], "loop-add")) {
+		int fd = open(argv[2], O_RDWR | O_CLOEXEC);
+
+		r = fd < 0 ? -1 : ioctl(fd, LOOP_CTL_ADD, atoi(argv[3]));
+		printf("%s\n", r < 0 ? strerrorname_np(errno) : "ok");
+		return r < 0;
+	}
+#ifdef __x86_64__
+	if (argc == 5 && !strcmp(argv[1], "mount32"))
+		return mount32(argv + 2);
+#endif
 	if (argc == 8 && !strcmp(argv[1], "race"))
 		return race(argv + 2);
 	fprintf(stderr, "usage: see the comment at the top of mnt-probe.c\n");
