@@ -70,6 +70,14 @@ else
 	fi
 fi
 
+# One guest per kernel and tree at a time: they share the results directory.
+mkdir -p "$build/results"
+exec 9>"$build/results/$kver.lock"
+if ! flock -n 9; then
+	echo "run-guest: another $kver guest runs from this tree; waiting for it"
+	flock 9
+fi
+
 # Rebuild the initramfs when the kernel, busybox or the harness changed.
 if [ ! -s "$initrd" ] || [ "$initrd" -ot "$here/guest-init" ] ||
 	[ "$initrd" -ot "$here/mkinitramfs.sh" ] || [ "$initrd" -ot "$kernel" ]; then
