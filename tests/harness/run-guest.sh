@@ -40,21 +40,27 @@ die() { echo "run-guest: $*" >&2; exit 1; }
 # Suites: explicit arguments, else $SUITES (words, globs allowed, relative to
 # the repo), else all of them.  tests/selftests/foo.c means its binary.
 list_suites() {
-	local pats=("$@") p f
+	local pats=("$@") p f n explicit=1
 	if [ ${#pats[@]} -eq 0 ]; then
+		explicit=0
 		pats=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
 			tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
 	fi
 	for p in "${pats[@]}"; do
 		case $p in
-		tests/selftests/*.c) p=.build/tests/selftests/$(basename "$p" .c) ;;
+		tests/selftests/*) p=.build/tests/selftests/$(basename "$p" .c) ;;
 		esac
 		[ "${p#/}" = "$p" ] && p=$src/$p
+		n=0
 		for f in $p; do
 			if [ -f "$f" ] && [ -x "$f" ]; then
 				echo "$f"
+				n=$((n + 1))
 			fi
 		done
+		if [ "$explicit" -eq 1 ] && [ "$n" -eq 0 ]; then
+			echo "run-guest: '$p' is no executable suite (built? chmod +x?)" >&2
+		fi
 	done
 }
 
