@@ -1023,37 +1023,41 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 	return ret;
 }
 
-static void shim_info_from_old(const struct loop_info *old,
-			       struct loop_info64 *info)
-{
-	memset(info, 0, sizeof(*info));
-	info->lo_number = old->lo_number;
-	info->lo_device = old->lo_device;
-	info->lo_inode = old->lo_inode;
-	info->lo_rdevice = old->lo_rdevice;
-	info->lo_offset = old->lo_offset;
-	info->lo_flags = old->lo_flags;
-	memcpy(info->lo_file_name, old->lo_name, LO_NAME_SIZE);
-}
+/*
+ * struct loop_info and its 32-bit layout share field names, so one pair of
+ * conversions serves both. TO_OLD is -EOVERFLOW when a value does not fit.
+ */
+#define SHIM_INFO_FROM_OLD(info, old) do {				\
+	typeof(info) i_ = (info);					\
+	typeof(old) o_ = (old);						\
+									\
+	memset(i_, 0, sizeof(*i_));					\
+	i_->lo_number = o_->lo_number;					\
+	i_->lo_device = o_->lo_device;					\
+	i_->lo_inode = o_->lo_inode;					\
+	i_->lo_rdevice = o_->lo_rdevice;				\
+	i_->lo_offset = o_->lo_offset;					\
+	i_->lo_flags = o_->lo_flags;					\
+	memcpy(i_->lo_file_name, o_->lo_name, LO_NAME_SIZE);		\
+} while (0)
 
-static int shim_info_to_old(const struct loop_info64 *info,
-			    struct loop_info *old)
-{
-	memset(old, 0, sizeof(*old));
-	old->lo_number = info->lo_number;
-	old->lo_device = info->lo_device;
-	old->lo_inode = info->lo_inode;
-	old->lo_rdevice = info->lo_rdevice;
-	old->lo_offset = info->lo_offset;
-	old->lo_flags = info->lo_flags;
-	memcpy(old->lo_name, info->lo_file_name, LO_NAME_SIZE);
-	if (old->lo_device != info->lo_device ||
-	    old->lo_rdevice != info->lo_rdevice ||
-	    old->lo_inode != info->lo_inode ||
-	    old->lo_offset != info->lo_offset)
-		return -EOVERFLOW;
-	return 0;
-}
+#define SHIM_INFO_TO_OLD(old, info) ({					\
+	typeof(old) o_ = (old);						\
+	typeof(info) i_ = (info);					\
+									\
+	memset(o_, 0, sizeof(*o_));					\
+	o_->lo_number = i_->lo_number;					\
+	o_->lo_device = i_->lo_device;					\
+	o_->lo_inode = i_->lo_inode;					\
+	o_->lo_rdevice = i_->lo_rdevice;				\
+	o_->lo_offset = i_->lo_offset;					\
+	o_->lo_flags = i_->lo_flags;					\
+	memcpy(o_->lo_name, i_->lo_file_name, LO_NAME_SIZE);		\
+	(o_->lo_device != i_->lo_device ||				\
+	 o_->lo_rdevice != i_->lo_rdevice ||				\
+	 o_->lo_inode != i_->lo_inode ||				\
+	 o_->lo_offset != i_->lo_offset) ? -EOVERFLOW : 0;		\
+})
 
 static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
 			       struct block_device *bdev, unsigned long arg)
@@ -1153,7 +1157,7 @@ static int shim_ioctl(struct block_device *bdev, loopfs_mode_t mode,
 			return -EPERM;
 		if (copy_from_user(&old, argp, sizeof(old)))
 			return -EFAULT;
-		shim_info_from_old(&old, &info);
+		SHIM_INFO_FROM_OLD(&info, &old);
 		return shim_set_status(ldev, &info);
 	case LOOP_SET_STATUS64:
 		if (!shim_may_admin(ldev, mode))
@@ -1166,7 +1170,7 @@ static int shim_ioctl(struct block_device *bdev, loopfs_mode_t mode,
 			return -EINVAL;
 		err = shim_get_status(ldev, &info);
 		if (!err)
-			err = shim_info_to_old(&info, &old);
+			err = SHIM_INFO_TO_OLD(&old, &info);
 		if (!err && copy_to_user(argp, &old, sizeof(old)))
 			err = -EFAULT;
 		return err;
@@ -1220,17 +1224,9 @@ static int shim_compat_get_status(struct loop_dev *ldev,
 	err = shim_get_status(ldev, &info);
 	if (err)
 		return err;
-	memset(&c, 0, sizeof(c));
-	c.lo_number = info.lo_number;
-	c.lo_device = info.lo_device;
-	c.lo_inode = info.lo_inode;
-	c.lo_rdevice = info.lo_rdevice;
-	c.lo_offset = info.lo_offset;
-	c.lo_flags = info.lo_flags;
-	memcpy(c.lo_name, info.lo_file_name, LO_NAME_SIZE);
-	if (c.lo_device != info.lo_device || c.lo_rdevice != info.lo_rdevice ||
-	    c.lo_inode != info.lo_inode || c.lo_offset != info.lo_offset)
-		return -EOVERFLOW;
+	err = SHIM_INFO_TO_OLD(&c, &info);
+	if (err)
+		return err;
 	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
 }
 
@@ -1242,14 +1238,7 @@ static int shim_compat_set_status(struct loop_dev *ldev,
 
 	if (copy_from_user(&c, arg, sizeof(c)))
 		return -EFAULT;
-	memset(&info, 0, sizeof(info));
-	info.lo_number = c.lo_number;
-	info.lo_device = c.lo_device;
-	info.lo_inode = c.lo_inode;
-	info.lo_rdevice = c.lo_rdevice;
-	info.lo_offset = c.lo_offset;
-	info.lo_flags = c.lo_flags;
-	memcpy(info.lo_file_name, c.lo_name, LO_NAME_SIZE);
+	SHIM_INFO_FROM_OLD(&info, &c);
 	return shim_set_status(ldev, &info);
 }
 
