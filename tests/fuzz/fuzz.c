@@ -17,8 +17,8 @@
  * every operation to stderr; LOOPFS_FUZZ_EXCLUDE="op,op" leaves operations
  * out, by the names printed in the "# ops:" lines).
  *
- * Usage: fuzz [seconds]    (default: LOOPFS_FUZZ_SECONDS, else 120;
- *                           20 with LOOPFS_QUICK=1)
+ * Usage: fuzz [seconds]    (default: LOOPFS_FUZZ_SECONDS, else 20 with
+ *                           LOOPFS_QUICK=1, else 120)
  * Prints TAP with "# ops:" diagnostics.
  */
 #ifndef _GNU_SOURCE
@@ -141,10 +141,19 @@ struct shared {
 	char cur[MAXPROCS][160];	/* what each worker is doing */
 };
 
+/*
+ * Argument kinds that can be excluded like operations (LOOPFS_FUZZ_EXCLUDE),
+ * for known bugs: mnt_backing = a loopfs node opened through a loopfs mount
+ * used as a backing file.
+ */
+enum { X_mnt_backing = OP_MAX, X_MAX };
+static const char * const x_name[X_MAX - OP_MAX] = { "mnt_backing" };
+
 static struct shared *sh;
 static char base[PATH_MAX];
+static char wdir[PATH_MAX];	/* this worker's files */
 static char mnt[NINST][PATH_MAX];
-static int excluded[OP_MAX];
+static int excluded[X_MAX];
 static int trace;
 
 /* --- the generator: xorshift64*, one per worker -------------------------- */
@@ -209,6 +218,7 @@ static int rnd_index(void)
 
 static int worker_id;
 static long opno;
+static int container;	/* this worker is root of a user namespace */
 
 static void say(const char *fmt, ...)
 {
@@ -292,6 +302,7 @@ struct wfd {
 	int inst;	/* mount point index, -1 for host nodes / detached */
 	int idx;
 	int flags;
+	int via_mount;	/* opened through a loopfs mount (pins it) */
 };
 
 static struct wfd fds[NFDS];
@@ -342,8 +353,12 @@ static int pick_backing(const char **what)
 	}
 	if (r < 80) {
 		w = pick_fd(FD_DEV);
-		if (w) {
-			*what = "loopfs-dev";
+		/*
+		 * A node opened through a loopfs mount pins that mount while
+		 * it backs a device: test-findings.md #2, "mnt_backing".
+		 */
+		if (w && (!w->via_mount || !excluded[X_mnt_backing])) {
+			*what = w->via_mount ? "loopfs-dev (via mount)" : "loopfs-dev";
 			return w->fd;
 		}
 		*what = "file";
@@ -534,7 +549,7 @@ static void op_detached(void)
 	if (dev >= 0 && chance(30)) {
 		struct wfd *w = free_slot();
 
-		*w = (struct wfd){ FD_DEV, dev, -1, n, O_RDWR };
+		*w = (struct wfd){ FD_DEV, dev, -1, n, O_RDWR, 1 };
 		dev = -1;
 	}
 	result(OP_detached, (ctl < 0 || n < 0) ? -1 : 0, errno, 0);
@@ -578,11 +593,11 @@ static int rnd_open_flags(void)
 	return f;
 }
 
-static void keep_dev(int fd, int inst, int idx, int flags)
+static void keep_dev(int fd, int inst, int idx, int flags, int via_mount)
 {
 	struct wfd *w = free_slot();
 
-	*w = (struct wfd){ FD_DEV, fd, inst, idx, flags };
+	*w = (struct wfd){ FD_DEV, fd, inst, idx, flags, via_mount };
 }
 
 static void op_dev_open(void)
@@ -598,7 +613,7 @@ static void op_dev_open(void)
 	fd = open(p, flags);
 	result(OP_dev_open, fd, errno, 0);
 	if (fd >= 0)
-		keep_dev(fd, i, idx, flags);
+		keep_dev(fd, i, idx, flags, 1);
 }
 
 /* Open a loopfs disk by its host name in devtmpfs. */
@@ -623,7 +638,7 @@ static void op_host_open(void)
 	fd = open(p, flags);
 	result(OP_host_open, fd, errno, 0);
 	if (fd >= 0)
-		keep_dev(fd, -1, -1, flags);
+		keep_dev(fd, -1, -1, flags, 0);
 }
 
 static void op_close(void)
@@ -802,7 +817,8 @@ static void op_simple(struct wfd *w, enum op op)
 		r = ioctl(w->fd, c, rnd64() & 0xffff);
 	}
 	}
-	result(op, r, errno, 0);
+	/* BLKRRPART and BLKFLSBUF want CAP_SYS_ADMIN in the initial namespace. */
+	result(op, r, errno, container && (op == OP_rrpart || op == OP_flsbuf) ? EACCES : 0);
 }
 
 static void op_range(struct wfd *w, enum op op)
@@ -1037,7 +1053,7 @@ static void do_op(enum op op)
 	}
 }
 
-static void make_backing(int w)
+static void make_backing(void)
 {
 	static const off_t sizes[NBACK] = {
 		1 << 20, (1 << 20) + 123, 0, 4096, 511, 3 << 20,
@@ -1046,7 +1062,7 @@ static void make_backing(int w)
 	int i;
 
 	for (i = 0; i < NBACK; i++) {
-		snprintf(p, sizeof(p), "%s/back-%d-%d", base, w, i);
+		snprintf(p, sizeof(p), "%s/back-%d", wdir, i);
 		back[i] = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 		if (back[i] < 0 || ftruncate(back[i], sizes[i])) {
 			perror(p);
@@ -1058,7 +1074,7 @@ static void make_backing(int w)
 			back[i] = open(p, O_RDONLY | O_CLOEXEC);
 		}
 	}
-	dirfd_ = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dirfd_ = open(wdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pipefd) == 0) {
 		sockfd = pipefd[0];
 		close(pipefd[1]);
@@ -1066,11 +1082,70 @@ static void make_backing(int w)
 	if (pipe2(pipefd, O_CLOEXEC))
 		pipefd[0] = pipefd[1] = -1;
 	nullfd = open("/dev/null", O_RDWR | O_CLOEXEC);
-	snprintf(p, sizeof(p), "%s/back-%d-0", base, w);
+	snprintf(p, sizeof(p), "%s/back-0", wdir);
 	pathfd = open(p, O_PATH | O_CLOEXEC);
 }
 
-static void worker(int w, uint64_t seed, time_t deadline)
+/* Write "0 <id> 1" into /proc/<pid>/<file>. */
+static int write_map(pid_t pid, const char *file, const char *line)
+{
+	char p[64];
+	int fd, r;
+
+	snprintf(p, sizeof(p), "/proc/%d/%s", pid, file);
+	fd = open(p, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	r = write(fd, line, strlen(line)) == (ssize_t)strlen(line) ? 0 : -1;
+	close(fd);
+	return r;
+}
+
+/*
+ * The container worker: root of a new user namespace whose 0 is the host's
+ * LOOPFS_UNPRIV_UID, in its own mount namespace, fuzzing instances it
+ * mounts there itself (its mount points replace mnt[]).  They are torn down
+ * with the namespace when it exits.  A helper forked before unshare(),
+ * still root outside, writes the id maps.
+ */
+static int enter_container(int w, uid_t uid)
+{
+	char line[64];
+	int sync[2], i, status;
+	pid_t self = getpid(), helper;
+	char c = 0;
+
+	for (i = 0; i < NINST; i++) {
+		snprintf(mnt[i], sizeof(mnt[i]), "%s/c%d-%d", base, w, i);
+		if (mkdir(mnt[i], 0755) || chown(mnt[i], uid, uid))
+			return -1;
+	}
+	if (pipe2(sync, O_CLOEXEC))
+		return -1;
+	helper = fork();
+	if (helper == 0) {
+		if (read(sync[0], &c, 1) != 1)
+			_exit(1);
+		snprintf(line, sizeof(line), "0 %u 1\n", uid);
+		_exit(write_map(self, "uid_map", line) ||
+		      write_map(self, "setgroups", "deny") ||
+		      write_map(self, "gid_map", line));
+	}
+	if (helper < 0 || unshare(CLONE_NEWUSER | CLONE_NEWNS))
+		return -1;
+	if (write(sync[1], &c, 1) != 1 || waitpid(helper, &status, 0) != helper ||
+	    !WIFEXITED(status) || WEXITSTATUS(status))
+		return -1;
+	close(sync[0]);
+	close(sync[1]);
+	if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
+		return -1;
+	for (i = 0; i < NINST; i++)
+		mount("loop", mnt[i], "loop", 0, "max=8");
+	return 0;
+}
+
+static void worker(int w, uint64_t seed, time_t deadline, uid_t container_uid)
 {
 	worker_id = w;
 	rs = seed + (uint64_t)w * 0x9E3779B97F4A7C15ULL;
@@ -1078,7 +1153,17 @@ static void worker(int w, uint64_t seed, time_t deadline)
 		rs = 1;
 	if (posix_memalign((void **)&buf, 4096, BUF_SIZE))
 		exit(2);
-	make_backing(w);
+	snprintf(wdir, sizeof(wdir), "%s/w%d", base, w);
+	if (mkdir(wdir, 0755) || (container_uid && chown(wdir, container_uid, container_uid))) {
+		perror(wdir);
+		exit(2);
+	}
+	if (container_uid && enter_container(w, container_uid)) {
+		perror("container worker set-up");
+		exit(2);
+	}
+	container = container_uid != 0;
+	make_backing();
 	while (!sh->stop && time(NULL) < deadline) {
 		opno++;
 		do_op(pick_op());
@@ -1245,8 +1330,8 @@ static void parse_exclude(void)
 		return;
 	snprintf(tmp, sizeof(tmp), "%s", ex);
 	for (tok = strtok_r(tmp, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save))
-		for (i = 0; i < OP_MAX; i++)
-			if (!strcmp(tok, op_name[i]))
+		for (i = 0; i < X_MAX; i++)
+			if (!strcmp(tok, i < OP_MAX ? op_name[i] : x_name[i - OP_MAX]))
 				excluded[i] = 1;
 }
 
@@ -1254,16 +1339,20 @@ int main(int argc, char **argv)
 {
 	const char *e;
 	uint64_t seed;
-	int seconds, nprocs, i, status, hung = 0, unmounted, clean;
+	int seconds, nprocs, i, status, hung = 0, died = 0, unmounted, clean;
+	uid_t cuid;
 	pid_t pids[MAXPROCS];
 	time_t deadline, now;
 	long total = 0;
 
-	e = getenv("LOOPFS_FUZZ_SECONDS");
-	seconds = argc > 1 ? atoi(argv[1]) : e ? atoi(e) : 120;
+	/* argv[1], else LOOPFS_FUZZ_SECONDS, else 20 if LOOPFS_QUICK=1, else 120 */
 	e = getenv("LOOPFS_QUICK");
-	if (argc < 2 && e && !strcmp(e, "1"))
-		seconds = 20;
+	seconds = e && !strcmp(e, "1") ? 20 : 120;
+	e = getenv("LOOPFS_FUZZ_SECONDS");
+	if (e && *e)
+		seconds = atoi(e);
+	if (argc > 1)
+		seconds = atoi(argv[1]);
 	e = getenv("LOOPFS_FUZZ_SEED");
 	if (e && *e)
 		seed = strtoull(e, NULL, 0);
@@ -1280,9 +1369,9 @@ int main(int argc, char **argv)
 	printf("TAP version 13\n1..5\n");
 	say("# seed %llu (reproduce: LOOPFS_FUZZ_SEED=%llu), %d s, %d processes\n",
 	    (unsigned long long)seed, (unsigned long long)seed, seconds, nprocs);
-	for (i = 0; i < OP_MAX; i++)
+	for (i = 0; i < X_MAX; i++)
 		if (excluded[i])
-			say("# excluded: %s\n", op_name[i]);
+			say("# excluded: %s\n", i < OP_MAX ? op_name[i] : x_name[i - OP_MAX]);
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1304,22 +1393,39 @@ int main(int argc, char **argv)
 			sh->stack[i] = 1;
 	}
 
+	/* With 3 or more workers, the last one lives in a user namespace. */
+	e = getenv("LOOPFS_UNPRIV_UID");
+	cuid = nprocs >= 3 && e && atoi(e) > 0 ? (uid_t)atoi(e) : 0;
+	if (cuid) {
+		say("# worker %d: root of a user namespace (uid %u outside)\n",
+		    nprocs - 1, cuid);
+		chmod(".", 0755);	/* it must reach its own directory */
+	}
 	deadline = time(NULL) + seconds;
 	for (i = 0; i < nprocs; i++) {
 		sh->beat[i] = time(NULL);
 		pids[i] = fork();
 		if (pids[i] == 0)
-			worker(i, seed, deadline);
+			worker(i, seed, deadline, i == nprocs - 1 ? cuid : 0);
 	}
 	/* Watchdog: a worker stuck in one call for 60 s is a hang. */
 	for (;;) {
 		int alive = 0;
 
-		for (i = 0; i < nprocs; i++)
-			if (pids[i] > 0 && waitpid(pids[i], &status, WNOHANG) == 0)
+		for (i = 0; i < nprocs; i++) {
+			if (pids[i] <= 0)
+				continue;
+			if (waitpid(pids[i], &status, WNOHANG) == 0) {
 				alive++;
-			else
-				pids[i] = 0;
+				continue;
+			}
+			if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+				say("# worker %d died (status %#x) in: %s\n", i,
+				    status, sh->cur[i]);
+				died++;
+			}
+			pids[i] = 0;
+		}
 		if (!alive)
 			break;
 		now = time(NULL);
@@ -1349,7 +1455,7 @@ int main(int argc, char **argv)
 		say("# unexpected: %s\n", sh->diag[i]);
 	tap(sh->unexpected == 0, "every call succeeded or failed with an allowed errno (%ld unexpected)",
 	    sh->unexpected);
-	tap(!hung, "no worker stuck in a call");
+	tap(!hung && !died, "no worker stuck in a call or dead (%d died)", died);
 
 	write_sysctl("255");
 	unmounted = unmount_all();
@@ -1363,5 +1469,5 @@ int main(int argc, char **argv)
 	tap(unmounted >= 0, "every instance unmounts");
 	tap(clean, "no loopfs disk left in /sys/block, module refcount 0");
 	tap(!hung && reload_module() == 0, "rmmod loopfs and insmod again");
-	return sh->unexpected || hung || !clean ? 1 : 0;
+	return sh->unexpected || hung || died || !clean ? 1 : 0;
 }
