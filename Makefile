@@ -124,5 +124,6 @@ clean:
 		.tmp_versions .cache.mk .module-common.o *.dwo
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools clean; fi
 
-# The bench helper adds 'make bench' here.
+# The bench helper adds 'make bench' here, the hardening helper 'make check-debug'.
 -include bench/bench.mk
+-include tests/debug/debug.mk

@@ -12,6 +12,7 @@ set -uo pipefail
 R=${LOOPFS_RESULTS:?}
 HARNESS=$LOOPFS_SRC/tests/harness
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
+SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-1}
 export LOOPFS_UNPRIV_UID=${LOOPFS_UNPRIV_UID:-1000}
 export LOOPFS_SRC LOOPFS_BUILD LOOPFS_KO LOOPFS_KVER LOOPFS_QUICK
 
@@ -50,7 +51,7 @@ load_modules() {
 suite_timeout() {
 	local t
 	t=$(head -n 20 "$1" 2>/dev/null | grep -a -m1 -oE 'loopfs-timeout: *[0-9]+' | grep -oE '[0-9]+')
-	echo "${t:-$SUITE_TIMEOUT}"
+	echo $((${t:-$SUITE_TIMEOUT} * SUITE_TIMEOUT_SCALE))
 }
 
 run_suite() {

@@ -2,13 +2,14 @@
 # mkinitramfs.sh KVER OUT: build the guest's tiny initramfs (uncompressed
 # newc cpio): static busybox, tests/harness/guest-init as /init, and the
 # virtio/9p modules this kernel does not have built in, in load order.
-# Modules come from /lib/modules/KVER; .ko.xz/.ko.zst are decompressed here.
+# Modules come from /lib/modules/KVER (or $GUEST_MODDIR/KVER); .ko.xz/.ko.zst
+# are decompressed here.
 set -euo pipefail
 
 kver=${1:?usage: mkinitramfs.sh KVER OUT}
 out=${2:?usage: mkinitramfs.sh KVER OUT}
 here=$(cd "$(dirname "$0")" && pwd)
-moddir=/lib/modules/$kver
+moddir=${GUEST_MODDIR:-/lib/modules}/$kver
 # What the guest needs to reach the host over virtio-9p.
 wanted=(virtio_pci 9pnet_virtio 9p)
 

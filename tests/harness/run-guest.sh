@@ -8,9 +8,15 @@
 # Exit status 0 only if everything passed and the kernel log is clean.
 #
 # Environment: SUITES (default: every suite, see list_suites), LOOPFS_QUICK,
-# SUITE_TIMEOUT (per suite, default 300 s), GUEST_TIMEOUT (whole boot, default
-# 1500 s), GUEST_MEM (MiB, default 2048), GUEST_ACCEL (tcg|kvm|auto, default auto),
-# GUEST_CMDLINE_EXTRA (appended to the kernel command line).
+# SUITE_TIMEOUT (per suite, default 300 s; a suite may ask for more with a
+# "# loopfs-timeout: N" line), SUITE_TIMEOUT_SCALE (multiplies every suite
+# timeout, default 1), GUEST_TIMEOUT (whole boot; default: the sum of the
+# suite timeouts plus 300 s, at most 2400 s), GUEST_MEM (MiB, default 2048),
+# GUEST_ACCEL (tcg|kvm|auto, default auto), GUEST_CMDLINE_EXTRA (appended to
+# the kernel command line), GUEST_KERNEL (kernel image, default
+# /boot/vmlinuz-KVER), GUEST_MODDIR (a directory holding KVER/modules.dep...
+# to use instead of /lib/modules, for kernels built elsewhere; it is mounted
+# on the guest's /lib/modules).  LOOPFS_FUZZ_* variables are passed on.
 set -euo pipefail
 
 demo=0
@@ -26,11 +32,12 @@ src=$(cd "$here/../.." && pwd)
 build=$src/.build
 res=$build/results/$kver
 ko=$build/$kver/loopfs.ko
-kernel=/boot/vmlinuz-$kver
+kernel=${GUEST_KERNEL:-/boot/vmlinuz-$kver}
 initrd=$build/initramfs/$kver.cpio
 log=$build/results/$kver.serial.log
 
-GUEST_TIMEOUT=${GUEST_TIMEOUT:-1500}
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
+SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-1}
 GUEST_MEM=${GUEST_MEM:-2048}
 
 die() { echo "run-guest: $*" >&2; exit 1; }
@@ -87,7 +94,7 @@ fi
 # Rebuild the initramfs when the kernel, busybox or the harness changed.
 if [ ! -s "$initrd" ] || [ "$initrd" -ot "$here/guest-init" ] ||
 	[ "$initrd" -ot "$here/mkinitramfs.sh" ] || [ "$initrd" -ot "$kernel" ]; then
-	"$here/mkinitramfs.sh" "$kver" "$initrd"
+	GUEST_MODDIR=${GUEST_MODDIR:-} "$here/mkinitramfs.sh" "$kver" "$initrd"
 fi
 
 rm -rf "$res" "$log"
@@ -100,8 +107,13 @@ mkdir -p "$res"
 	printf 'export LOOPFS_QUICK=%q\n' "${LOOPFS_QUICK:-}"
 	printf 'export LOOPFS_UNPRIV_UID=1000\n'
 	printf 'export LOOPFS_RESULTS=/run/loopfs-results\n'
-	printf 'export SUITE_TIMEOUT=%q\n' "${SUITE_TIMEOUT:-300}"
+	printf 'export SUITE_TIMEOUT=%q\n' "$SUITE_TIMEOUT"
+	printf 'export SUITE_TIMEOUT_SCALE=%q\n' "$SUITE_TIMEOUT_SCALE"
 	printf 'export SUITES=%q\n' "$(echo $suites)"
+	[ -z "${GUEST_MODDIR:-}" ] || printf 'GUEST_MODDIR=1\n'
+	for v in ${!LOOPFS_FUZZ_@}; do
+		printf 'export %s=%q\n' "$v" "${!v}"
+	done
 	printf 'GUEST_CMD=%q\n' "$cmd"
 } >"$res/guest.env"
 
@@ -123,6 +135,16 @@ if [ "$accel" = auto ]; then
 	fi
 fi
 
+# The whole boot's hard timeout: every suite may use all of its own.
+if [ -z "${GUEST_TIMEOUT:-}" ]; then
+	GUEST_TIMEOUT=300
+	for s in $suites; do
+		t=$(head -n 20 "$s" 2>/dev/null | grep -a -m1 -oE 'loopfs-timeout: *[0-9]+' | grep -oE '[0-9]+' || true)
+		GUEST_TIMEOUT=$((GUEST_TIMEOUT + ${t:-$SUITE_TIMEOUT} * SUITE_TIMEOUT_SCALE + 10))
+	done
+	[ "$GUEST_TIMEOUT" -le 2400 ] || GUEST_TIMEOUT=2400
+fi
+
 cmdline="console=ttyS0 panic_on_warn=1 oops=panic panic=-1 softlockup_panic=1"
 cmdline+=" hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=90"
 cmdline+=" log_buf_len=4M no_timer_check tsc=reliable 8250.nr_uarts=1"
@@ -137,6 +159,9 @@ qemu=(qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$GUEST_MEM"
 	-virtfs "local,path=$src,mount_tag=repo,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$res,mount_tag=results,security_model=none"
 )
+if [ -n "${GUEST_MODDIR:-}" ]; then
+	qemu+=(-virtfs "local,path=$GUEST_MODDIR,mount_tag=moddir,security_model=none,readonly=on,multidevs=remap")
+fi
 
 echo "run-guest: booting $kver ($accel, timeout ${GUEST_TIMEOUT}s), serial log $log"
 start=$(date +%s)
