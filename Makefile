@@ -121,7 +121,7 @@ dkms-remove:
 clean:
 	rm -rf $(BUILD)
 	rm -rf *.o *.ko *.mod *.mod.c *.mod.o .*.cmd *.o.d .*.o.d *.symvers *.order \
-		.tmp_versions .cache.mk .module-common.o *.dwo
+		.tmp_versions .cache.mk .module-common.o *.dwo .checkpatch-camelcase.git.
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools clean; fi
 
 # The bench helper adds 'make bench' here, the hardening helper 'make check-debug'.
