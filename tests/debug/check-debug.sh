@@ -1,0 +1,80 @@
+#!/bin/bash
+# check-debug.sh: what `make check-debug` runs (issue 8).  Builds (or reuses
+# from ~/.cache/loopfs) a 6.1 kernel with KASAN, lockdep, kmemleak, UBSAN and
+# the debug-object checks, builds loopfs.ko against it (-Werror), boots it
+# through the normal harness (panic_on_warn=1 on its command line) and runs
+# every suite, the stress and fuzz suites at full length and a final kmemleak
+# scan (tests/debug/kmemleak.sh).  Last line: "N passed, N failed".
+#
+# Environment: LOOPFS_DEBUG_CACHE (kernel cache, default ~/.cache/loopfs),
+# SUITES (subset, as for make check; kmemleak.sh is always added last),
+# LOOPFS_QUICK (default empty: full-length stress and fuzz), GUEST_TIMEOUT
+# (default 5400 s), SUITE_TIMEOUT_SCALE (default 4).
+set -uo pipefail
+exec 2>&1
+
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
+MAKE=${MAKE:-make}
+cache=${LOOPFS_DEBUG_CACHE:-$HOME/.cache/loopfs}
+obj=$cache/build-6.1
+mods=$cache/mods-6.1
+cd "$src" || exit 1
+
+t0=$(date +%s)
+step() { echo; echo "=== $* ($(($(date +%s) - t0))s)"; }
+fail() { echo "not ok - $*"; echo "0 passed, 1 failed"; exit 1; }
+
+step "dependencies"
+$MAKE --no-print-directory deps || fail "make deps"
+
+step "debug kernel (cached in $cache)"
+kt0=$(date +%s)
+out=$("$here/build-kernel.sh" | tee /dev/stderr) || fail "debug kernel build"
+kver=$(sed -n 's/^KVER=//p' <<<"$out" | tail -n 1)
+[ -n "$kver" ] || fail "debug kernel build printed no KVER"
+echo "debug kernel $kver ready in $(($(date +%s) - kt0))s"
+
+step "loopfs.ko for $kver (-Werror)"
+mdir=$src/.build/$kver
+mkdir -p "$mdir"
+cp -p Kbuild ./*.c ./*.h "$mdir/"
+if ! make -C "$obj" M="$mdir" KCFLAGS=-Werror modules >"$mdir/build.log" 2>&1 ||
+	grep -qi warning "$mdir/build.log"; then
+	cat "$mdir/build.log"
+	rm -f "$mdir/loopfs.ko"
+	fail "build loopfs.ko for $kver"
+fi
+
+step "userspace tests"
+$MAKE --no-print-directory tests-build || fail "make tests-build"
+
+step "guest $kver"
+# Under KASAN + lockdep in TCG everything is several times slower.
+export GUEST_KERNEL=$obj/arch/x86/boot/bzImage
+export GUEST_MODDIR=$mods
+export GUEST_TIMEOUT=${GUEST_TIMEOUT:-5400}
+export GUEST_MEM=${GUEST_MEM:-3072}
+export SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-4}
+export LOOPFS_QUICK=${LOOPFS_QUICK-}
+# Patterns go to run-guest.sh unexpanded (it globs them itself).
+set -f
+suites=(${SUITES:-.build/tests/selftests/* tests/shell/*.sh tests/stress/*.sh
+	tests/fuzz/*.sh tests/tools/*.sh bench/smoke.sh})
+set +f
+"$here/../harness/run-guest.sh" "$kver" "${suites[@]}" tests/debug/kmemleak.sh
+rc=$?
+if [ -s "$src/.build/results/$kver.totals" ]; then
+	read -r p f s secs <"$src/.build/results/$kver.totals"
+else
+	p=0 f=1 s=0 secs=?
+fi
+[ "$rc" -eq 0 ] || [ "$f" -gt 0 ] || f=1
+step "summary"
+echo "$kver: guest ${secs}s"
+if [ "$s" -gt 0 ]; then
+	echo "$p passed, $f failed, $s skipped"
+else
+	echo "$p passed, $f failed"
+fi
+[ "$f" -eq 0 ]
