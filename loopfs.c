@@ -184,9 +184,17 @@ static void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
 	spin_unlock(&loopfs_limits_lock);
 }
 
+/*
+ * Namespaces other than the initial one that set a limit stay pinned until
+ * they set it back to the default or the module goes: cap how many may.
+ */
+#define LOOPFS_MAX_NS_LIMITS	1024
+static unsigned int loopfs_nr_ns_limits;
+
 static int loopfs_set_limit(struct user_namespace *ns, int max)
 {
-	struct loopfs_ns_limit *l, *fresh = NULL;
+	struct loopfs_ns_limit *l, *fresh = NULL, *stale = NULL;
+	int err = 0;
 
 	if (ns != &init_user_ns) {
 		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
@@ -194,21 +202,34 @@ static int loopfs_set_limit(struct user_namespace *ns, int max)
 			return -ENOMEM;
 	}
 	spin_lock(&loopfs_limits_lock);
+	l = loopfs_find_ns_limit(ns);
 	if (ns == &init_user_ns) {
 		loopfs_init_limit = max;
-	} else {
-		l = loopfs_find_ns_limit(ns);
-		if (!l) {
-			l = fresh;
-			fresh = NULL;
-			l->ns = get_user_ns(ns);
-			hash_add(loopfs_ns_limits, &l->node, (unsigned long)ns);
-		}
+	} else if (l) {
 		l->max = max;
+		if (max == INT_MAX) {
+			hash_del(&l->node);
+			loopfs_nr_ns_limits--;
+			stale = l;
+		}
+	} else if (max == INT_MAX) {
+		/* Already the default. */
+	} else if (loopfs_nr_ns_limits >= LOOPFS_MAX_NS_LIMITS) {
+		err = -ENOSPC;
+	} else {
+		fresh->ns = get_user_ns(ns);
+		fresh->max = max;
+		hash_add(loopfs_ns_limits, &fresh->node, (unsigned long)ns);
+		loopfs_nr_ns_limits++;
+		fresh = NULL;
 	}
 	spin_unlock(&loopfs_limits_lock);
 	kfree(fresh);
-	return 0;
+	if (stale) {
+		put_user_ns(stale->ns);
+		kfree(stale);
+	}
+	return err;
 }
 
 /*
