@@ -677,6 +677,25 @@ static int loopfs_create(compat_idmap_t *idmap, struct inode *dir,
 	return -EPERM;
 }
 
+/*
+ * Partitions added or dropped behind the driver's back (BLKRRPART, BLKPG)
+ * get their nodes when somebody lists the directory.
+ */
+static int loopfs_dir_open(struct inode *inode, struct file *file)
+{
+	loopfs_sync_nodes(inode->i_sb->s_fs_info);
+	return dcache_dir_open(inode, file);
+}
+
+static const struct file_operations loopfs_dir_fops = {
+	.open		= loopfs_dir_open,
+	.release	= dcache_dir_close,
+	.llseek		= dcache_dir_lseek,
+	.read		= generic_read_dir,
+	.iterate_shared	= dcache_readdir,
+	.fsync		= noop_fsync,
+};
+
 static const struct inode_operations loopfs_dir_iops = {
 	.lookup	= simple_lookup,
 	.create	= loopfs_create,
@@ -791,7 +810,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	root->i_uid = inst->root_uid;
 	root->i_gid = inst->root_gid;
 	root->i_op = &loopfs_dir_iops;
-	root->i_fop = &simple_dir_operations;
+	root->i_fop = &loopfs_dir_fops;
 	set_nlink(root, 2);
 	compat_inode_init_ts(root);
 	sb->s_root = d_make_root(root);
