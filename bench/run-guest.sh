@@ -103,10 +103,11 @@ attach_loopfs() {
 	echo "$mnt/loop$idx"
 }
 
-# fio_run TARGET_PATH WORKLOAD DIRECT -> prints "value unit" (IOPS or MiB/s)
-fio_run() {
-	local path=$1 wl=$2 direct=$3 rw bs qd line
-	case $wl in
+# fio_job BACKING WORKLOAD TARGET PATH DIRECT -> one fio job section. Jobs
+# are stonewalled: they run one after the other, in the order written.
+fio_job() {
+	local rw bs qd
+	case $2 in
 	randread-4k-qd1) rw=randread bs=4k qd=1 ;;
 	randread-4k-qd32) rw=randread bs=4k qd=32 ;;
 	randwrite-4k-qd32) rw=randwrite bs=4k qd=32 ;;
@@ -114,15 +115,27 @@ fio_run() {
 	write-1m) rw=write bs=1M qd=4 ;;
 	*) return 1 ;;
 	esac
-	line=$(fio --name=bench --filename="$path" --size="${file_mb}M" \
-		--rw=$rw --bs=$bs --iodepth=$qd --ioengine=libaio --direct="$direct" \
-		--time_based --runtime="$runtime" --ramp_time="$ramp" \
-		--norandommap --randrepeat=0 --invalidate=0 \
-		--output-format=terse --terse-version=3 2>/dev/null | tail -n 1) || return 1
-	# terse v3: field 7/8 read KiB/s / IOPS, 48/49 write KiB/s / IOPS
-	echo "$line" | awk -F';' -v rw=$rw -v bs=$bs '{
-		bw = (rw ~ /write/) ? $48 : $7; iops = (rw ~ /write/) ? $49 : $8
-		if (bs == "4k") printf "%d IOPS\n", iops; else printf "%.1f MiB/s\n", bw / 1024 }'
+	printf '[%s@%s@%s]\nstonewall\nfilename=%s\nrw=%s\nbs=%s\niodepth=%s\ndirect=%s\n' \
+		"$1" "$2" "$3" "$4" "$rw" "$bs" "$qd" "$5"
+}
+
+# fio_round ROUND JOBFILE: run one round's jobs in a single fio process (its
+# start-up costs about a second in TCG) and append a line per job to
+# data.csv: IOPS for 4k jobs, MiB/s for 1M jobs, NA for a job that failed.
+fio_round() {
+	local r=$1 jobs=$2 res=$work/fio-round.out
+	fio --output-format=terse --terse-version=3 "$jobs" > "$res" 2> "$res.err" ||
+		log "fio reported errors in round $r: $(head -c 300 "$res.err")"
+	grep -o '^\[[^]]*@[^]]*\]' "$jobs" | tr -d '[]' | while IFS=@ read -r b w t; do
+		# terse v3: 3 job name, 5 error, 7/8 read KiB/s / IOPS, 48/49 write
+		awk -F';' -v job="$b@$w@$t" -v r="$r" -v b="$b" -v w="$w" -v t="$t" '
+			$3 == job { found = 1
+				wr = (w ~ /write/); bw = wr ? $48 : $7; iops = wr ? $49 : $8
+				if ($5 != 0 || bw <= 0) printf "%s,%s,%s,%s,NA,NA\n", b, w, t, r
+				else if (w ~ /-4k-/) printf "%s,%s,%s,%s,%d,IOPS\n", b, w, t, r, iops
+				else printf "%s,%s,%s,%s,%.1f,MiB/s\n", b, w, t, r, bw / 1024 }
+			END { if (!found) printf "%s,%s,%s,%s,NA,NA\n", b, w, t, r }' "$res"
+	done >> "$out/data.csv"
 }
 
 workloads=(randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd32 read-1m write-1m)
@@ -161,6 +174,7 @@ at_exit umount "$work/ext4"
 dd if=/dev/zero of="$work/ext4/backing" bs=1M count="$file_mb" oflag=direct status=none
 sync
 
+meta setup_s $SECONDS
 # ----------------------------------------------------------- data path
 declare -A dev
 backings=(tmpfs ext4)
@@ -183,27 +197,30 @@ for b in "${backings[@]}"; do
 	dev[$b,raw]=$work/$b/backing
 done
 
+# Every round runs each case on the three targets back to back (the order
+# rotating from round to round), so a ratio compares runs seconds apart.
 targets=(stock loopfs raw)
 t0=$(date +%s)
 for ((r = 1; r <= rounds; r++)); do
-	for b in "${backings[@]}"; do
-		for w in "${workloads[@]}"; do
-			for ((k = 0; k < 3; k++)); do
-				t=${targets[(k + r - 1) % 3]}
-				[ -n "${dev[$b,$t]:-}" ] || continue
-				direct=1
-				# tmpfs takes O_DIRECT only from 6.6 on: the raw tmpfs
-				# file is read through the page cache on every kernel.
-				[ "$b,$t" = tmpfs,raw ] && direct=0
-				if res=$(fio_run "${dev[$b,$t]}" "$w" "$direct"); then
-					echo "$b,$w,$t,$r,${res% *},${res#* }" >> "$out/data.csv"
-				else
-					log "fio failed: $b $w $t round $r"
-					echo "$b,$w,$t,$r,NA,NA" >> "$out/data.csv"
-				fi
+	{
+		printf '[global]\nioengine=libaio\nsize=%sM\ntime_based\nruntime=%s\n' "$file_mb" "$runtime"
+		printf 'ramp_time=%s\nnorandommap\nrandrepeat=0\ninvalidate=0\n\n' "$ramp"
+		for b in "${backings[@]}"; do
+			for w in "${workloads[@]}"; do
+				for ((k = 0; k < 3; k++)); do
+					t=${targets[(k + r - 1) % 3]}
+					[ -n "${dev[$b,$t]:-}" ] || continue
+					# tmpfs takes O_DIRECT only from 6.6 on: the raw
+					# tmpfs file is read through the page cache on
+					# every kernel. Loop devices: always O_DIRECT.
+					direct=1
+					[ "$b,$t" = tmpfs,raw ] && direct=0
+					fio_job "$b" "$w" "$t" "${dev[$b,$t]}" "$direct"
+				done
 			done
 		done
-	done
+	} > "$work/round-$r.fio"
+	fio_round "$r" "$work/round-$r.fio"
 	log "round $r/$rounds done ($(($(date +%s) - t0)) s)"
 done
 meta data_path_s $(($(date +%s) - t0))

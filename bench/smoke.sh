@@ -11,8 +11,10 @@ build=${LOOPFS_BUILD:-$src/.build}
 scratch=$(pwd)
 n=0 failed=0
 
+t0=$SECONDS
 ok() { # ok CONDITION-STATUS NAME [DIAG]
 	n=$((n + 1))
+	echo "# at $((SECONDS - t0)) s"
 	if [ "$1" -eq 0 ]; then
 		echo "ok $n - $2"
 	else
