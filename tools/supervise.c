@@ -357,7 +357,7 @@ static unsigned int mount_attrs(unsigned long flags)
  * Returns a copy of the detached mount mnt whose flags are locked
  * (MNT_LOCK_NOSUID, _NODEV, ...), so that the container cannot clear them
  * with a bind remount.  The kernel locks flags when it copies mounts into a
- * mount namespace of a less privileged user namespace: attach mnt in a
+ * mount namespace of a less privileged user namespace: attach mnt in our
  * private namespace, copy that into a new user namespace, clone it there.
  */
 static int locked_clone(int mnt)
@@ -366,9 +366,7 @@ static int locked_clone(int mnt)
 	char ch;
 	pid_t pid;
 
-	if (unshare(CLONE_NEWNS) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
-	    move_mount(mnt, "", AT_FDCWD, "/dev", MOVE_MOUNT_F_EMPTY_PATH) ||
+	if (move_mount(mnt, "", AT_FDCWD, "/dev", MOVE_MOUNT_F_EMPTY_PATH) ||
 	    fchdir(mnt))
 		return -errno;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
@@ -397,28 +395,66 @@ static int locked_clone(int mnt)
 }
 
 /*
+ * Makes the root a private tmpfs holding one node: the checked device, at the
+ * path the caller named (or /dev/loopfs/NODE), so that mountinfo shows the
+ * usual source and nothing else can be named, also by options taking a path.
+ */
+static int source_root(const struct request *r, const char *node, dev_t rdev,
+		       char *src, size_t size)
+{
+	const char *s = r->source;
+	size_t len = strlen(s);
+	char *p;
+
+	if (s[0] == '/' && len > 1 && len < size && s[len - 1] != '/' &&
+	    !strstr(s, "/.") && !strstr(s, "//"))
+		snprintf(src, size, "%s", s);
+	else
+		snprintf(src, size, "/dev/loopfs/%s", node);
+	if (mount("loopfs-run", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=700") ||
+	    chdir("/dev") || chroot("."))
+		return -1;
+	for (p = strchr(src + 1, '/'); p; p = strchr(p + 1, '/')) {
+		*p = '\0';
+		if (mkdir(src, 0700) && errno != EEXIST)
+			return -1;
+		*p = '/';
+	}
+	return mknod(src, S_IFBLK | 0600, rdev);
+}
+
+/*
  * In the helper: creates the filesystem from the instance node and attaches
  * it.  This and fuse_mount() return 0 or a positive errno: the helper's exit
  * status, which perform() turns into the reply.
  */
 static int kernel_mount(struct container *c, struct caller *k,
-			const struct request *r, const char *node, int tgt)
+			const struct request *r, const char *node, dev_t rdev,
+			int tgt)
 {
-	int host_root, fs, mnt, clone;
+	int host_root, dev, fs, mnt, clone;
+	char source[PATH_MAX];
+	struct stat st;
 
-	host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* held open, the device cannot be removed and its dev_t reused */
+	dev = openat(c->inst_fd, node, O_RDONLY | O_CLOEXEC);
+	if (dev < 0 || fstat(dev, &st))
+		return errno;
+	if (st.st_rdev != rdev)
+		return EBUSY;	/* the node was replaced meanwhile */
 	fs = fsopen(r->type, FSOPEN_CLOEXEC);
-	if (host_root < 0 || fs < 0)
+	if (fs < 0)
 		return errno;
 	if (fs_configure(fs, r))
 		goto fs_error;
-	/*
-	 * Inside the instance root nothing but its own devices can be named,
-	 * also by options that take a path.
-	 */
-	if (fchdir(c->inst_fd) || chroot("."))
+	/* a private mount namespace; its root (not the host's) to come back to */
+	if (unshare(CLONE_NEWNS) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return errno;
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", node, 0) ||
+	host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (host_root < 0 || source_root(r, node, rdev, source, sizeof(source)))
+		return errno;
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", source, 0) ||
 	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
 		goto fs_error;
 	if (fchdir(host_root) || chroot("."))
@@ -489,7 +525,7 @@ static int fuse_mount(struct container *c, struct caller *k,
 }
 
 static int perform(struct container *c, struct caller *k, const struct request *r,
-		   const char *node, const char *helper, int src, int tgt)
+		   const char *node, dev_t rdev, const char *helper, int src, int tgt)
 {
 	int st;
 	pid_t pid;
@@ -500,7 +536,7 @@ static int perform(struct container *c, struct caller *k, const struct request *
 	if (pid == 0) {
 		close(c->notify_fd);
 		_exit(helper ? fuse_mount(c, k, r, helper, src) :
-			       kernel_mount(c, k, r, node, tgt));
+			       kernel_mount(c, k, r, node, rdev, tgt));
 	}
 	st = wait_child(pid, HELPER_TIMEOUT_MS);
 	if (st < 0)
@@ -555,7 +591,7 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 	/* the caller may have been killed while we looked */
 	if (seccomp_notify_id_valid(c->notify_fd, req->id))
 		return V_DROP;
-	*err = perform(c, k, r, node, helper, fds[0], fds[1]);
+	*err = perform(c, k, r, node, st->st_rdev, helper, fds[0], fds[1]);
 	vlog("%s mount of %s (%s) on %s by pid %d: %s", helper ? helper : "kernel",
 	     node, r->type, r->target, k->pid, *err ? strerror(*err) : "done");
 	return V_REPLY;

@@ -170,11 +170,15 @@ test_flags_locked() {
 		grep ' /mnt ' /proc/self/mountinfo
 		if mount -o remount,bind,dev,suid /mnt; then echo CLEARED; fi
 		grep ' /mnt ' /proc/self/mountinfo
-		cat /mnt/hello")
+		cat /mnt/hello
+		umount /dev/loop0 && echo UMOUNTED")
 	echo "$out"
 	[ "$(echo "$out" | grep -c ' /mnt .*nosuid,nodev')" = 2 ] || fail "not nosuid,nodev"
 	case $out in *CLEARED*) fail "container cleared nosuid/nodev" ;; esac
 	expect_in "hello from loopfs" "$out" "file"
+	# mount(8) names the canonical path, /dev/loop0 being a symlink
+	expect_in " - ext4 /dev/loopfs/loop0 " "$out" "source as the caller named it"
+	expect_in "UMOUNTED" "$out" "umount by device"
 }
 
 test_race_block() {
@@ -318,7 +322,7 @@ t "an option naming another device (journal_dev) is refused with EPERM" test_bad
 t "a caller without CAP_SYS_ADMIN in its namespace is refused with EPERM" test_no_cap_refused
 t "a tmpfs mount in the container succeeds through CONTINUE" test_tmpfs_continue
 t "the new mount API (fsopen) fails with ENOSYS in the container" test_new_api_enosys
-t "supervised mounts are nosuid,nodev and the container cannot clear that" test_flags_locked
+t "supervised mounts are nosuid,nodev (locked), show the caller's source, umount by device" test_flags_locked
 t "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
 t "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
 t "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
