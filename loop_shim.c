@@ -753,6 +753,8 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	if (ldev->state != LD_UNBOUND)
 		goto out_unlock;
 	err = shim_validate_file(file, bdev);
+	if (!err)
+		err = ldev->ops->check_backing(ldev, file);
 	if (err)
 		goto out_unlock;
 	err = -EINVAL;
@@ -913,6 +915,8 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	if (!(ldev->flags & LO_FLAGS_READ_ONLY))
 		goto out_unlock;
 	err = shim_validate_file(file, bdev);
+	if (!err)
+		err = ldev->ops->check_backing(ldev, file);
 	if (err)
 		goto out_unlock;
 	err = -EINVAL;

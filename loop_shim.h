@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 
+struct file;
 struct loop_dev;
 struct user_namespace;
 
@@ -27,6 +28,11 @@ struct loop_dev_ops {
 	 * owner drops what it holds for the device (charge, references).
 	 */
 	void (*released)(struct loop_dev *ldev);
+	/*
+	 * May @file back the device? 0 or the errno for LOOP_SET_FD,
+	 * LOOP_CONFIGURE and LOOP_CHANGE_FD to return.
+	 */
+	int (*check_backing)(struct loop_dev *ldev, struct file *file);
 };
 
 struct loop_dev_config {

@@ -465,9 +465,23 @@ static void loopfs_device_released(struct loop_dev *ldev)
 	loopfs_instance_put(inst);
 }
 
+/*
+ * A file opened through an instance's mount pins that mount. A device
+ * backed by a node of any instance could keep that instance, and through
+ * it itself, alive for ever (a cycle no umount breaks), so such files are
+ * refused; the host's node /dev/loopfs<ID>-<N> pins no instance.
+ */
+static int loopfs_check_backing(struct loop_dev *ldev, struct file *file)
+{
+	if (file->f_path.mnt->mnt_sb->s_magic == LOOPFS_SUPER_MAGIC)
+		return -EINVAL;
+	return 0;
+}
+
 static const struct loop_dev_ops loopfs_device_ops = {
 	.partitions_changed	= loopfs_partitions_changed,
 	.released		= loopfs_device_released,
+	.check_backing		= loopfs_check_backing,
 };
 
 /* ---- devices ---- */
