@@ -144,6 +144,12 @@ static void dev_path(char *buf, size_t len, const char *dir, int n)
 	snprintf(buf, len, "%s/loop%d", dir, n);
 }
 
+/* A device index, mostly among the low ones that usually exist. */
+static int pick_index(unsigned int *seed)
+{
+	return rand_r(seed) % 4 ? rand_r(seed) % 4 : rand_r(seed) % MAXIDX;
+}
+
 /* ---------------- workers ---------------- */
 
 static void worker_ctl(unsigned int seed)
@@ -218,7 +224,7 @@ static void worker_bind(unsigned int seed, int id)
 		int dev, autoclear;
 
 		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
-			 rand_r(&seed) % MAXIDX);
+			 pick_index(&seed));
 		dev = open(p, O_RDWR | O_CLOEXEC);
 		if (account(OP_DEV_OPEN, dev, "open device", ENOENT, ENXIO, 0))
 			continue;
@@ -250,7 +256,7 @@ static void worker_open(unsigned int seed)
 		int dev;
 
 		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
-			 rand_r(&seed) % MAXIDX);
+			 pick_index(&seed));
 		dev = open(p, O_RDONLY | O_CLOEXEC);
 		if (account(OP_DEV_OPEN, dev, "open device ro", ENOENT, ENXIO, 0))
 			continue;
