@@ -25,7 +25,7 @@ VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' d
 # Files a DKMS source tree needs (everything kbuild reads plus this Makefile).
 MODULE_SRCS = Kbuild $(wildcard *.c *.h)
 
-.PHONY: all modules modules-all tests-build tools-build deps check demo clean \
+.PHONY: all modules modules-all tests-build tools-build deps check demo lint clean \
 	dkms-install dkms-remove
 
 all: modules
@@ -92,6 +92,10 @@ check:
 
 demo:
 	@MAKE="$(MAKE)" $(HARNESS)/demo.sh
+
+# checkpatch --strict and sparse on the module sources (also part of check)
+lint:
+	@tests/lint/lint.sh
 
 # --- DKMS --------------------------------------------------------------------
 

@@ -1,14 +1,16 @@
 #!/bin/bash
 # check.sh: what `make check` runs.  Installs dependencies, builds loopfs.ko
 # for every supported kernel (warnings are errors), builds the userspace
-# tests, runs the DKMS cycle, then every suite in a guest of each kernel.
+# tests, runs the DKMS cycle and the lint, then every suite in a guest of
+# each kernel.
 # Prints per-kernel totals and, as the very last line,
 # "N passed, N failed" (", N skipped" if any).  Exit status 1 on any failure.
 #
 # Environment: SUITES (subset of suites, see run-guest.sh), KERNELS (only
 # these kernels: a word matches a version or its prefix up to a dot or dash,
 # so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt),
-# DKMS_TEST (1 runs the DKMS test; default 1, or 0 when SUITES is set),
+# DKMS_TEST (1 runs the DKMS test and the lint; default 1, or 0 when SUITES
+# is set),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
 exec 2>&1
@@ -99,18 +101,26 @@ else
 	tests_ok=0
 fi
 
+# host_suite NAME SCRIPT: run a host-side TAP suite and add up its results.
+host_suite() {
+	local out p f
+	out=$(mktemp)
+	"$2" 2>&1 | tee "$out"
+	p=$(grep -cE '^ok( |$)' "$out")
+	f=$(grep -cE '^not ok( |$)' "$out")
+	if ! grep -qE '^1\.\.[0-9]+' "$out" || [ $((p + f)) -eq 0 ]; then
+		f=$((f + 1))
+		echo "not ok - $1 produced no results"
+	fi
+	host_pass=$((host_pass + p)) host_fail=$((host_fail + f))
+	rm -f "$out"
+}
+
 if [ "$DKMS_TEST" = 1 ]; then
 	step "DKMS"
-	dkms_out=$(mktemp)
-	"$here/../dkms/dkms-test.sh" 2>&1 | tee "$dkms_out"
-	dp=$(grep -cE '^ok( |$)' "$dkms_out")
-	df=$(grep -cE '^not ok( |$)' "$dkms_out")
-	if ! grep -qE '^1\.\.[0-9]+' "$dkms_out" || [ $((dp + df)) -eq 0 ]; then
-		df=$((df + 1))
-		echo "not ok - dkms test produced no results"
-	fi
-	host_pass=$((host_pass + dp)) host_fail=$((host_fail + df))
-	rm -f "$dkms_out"
+	host_suite "dkms test" "$here/../dkms/dkms-test.sh"
+	step "lint (checkpatch --strict, sparse)"
+	host_suite "lint" "$here/../lint/lint.sh"
 fi
 
 if [ "$tests_ok" -eq 0 ]; then
