@@ -144,7 +144,7 @@ static void dev_path(char *buf, size_t len, const char *dir, int n)
 	snprintf(buf, len, "%s/loop%d", dir, n);
 }
 
-/* A device index, mostly among the low ones that usually exist. */
+/* A device index, mostly among the low ones (open/close races with binds). */
 static int pick_index(unsigned int *seed)
 {
 	return rand_r(seed) % 4 ? rand_r(seed) % 4 : rand_r(seed) % MAXIDX;
@@ -224,7 +224,7 @@ static void worker_bind(unsigned int seed, int id)
 		int dev, autoclear;
 
 		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
-			 pick_index(&seed));
+			 rand_r(&seed) % MAXIDX);
 		dev = open(p, O_RDWR | O_CLOEXEC);
 		if (account(OP_DEV_OPEN, dev, "open device", ENOENT, ENXIO, 0))
 			continue;
