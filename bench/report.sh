@@ -118,7 +118,8 @@ rows() {
 	summary | rows
 	echo
 	echo "Control path: create + configure + clear + remove cycles, $(metav ctl_cycles) per round;" \
-		"medians over the rounds of each round's median cycle time."
+		"medians over the rounds of each round's median cycle time. \"few\" is measured before" \
+		"populating and again after removing the extra devices (both brackets count)."
 	echo
 	echo "| target | devices | instances | cycles/s | per-cycle ms (median) | IQR ms | per-cycle vs few |"
 	echo "|---|---:|---:|---:|---:|---:|---:|"

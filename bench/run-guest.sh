@@ -263,6 +263,7 @@ ctl_measure() { # STATE ROUND
 
 ctl_rounds=$rounds
 for ((r = 1; r <= ctl_rounds; r++)); do ctl_measure few "$r"; done
+few_loopfs=$(count_loopfs)
 
 # populate: DEVICES more stock devices, and DEVICES loopfs devices over
 # INSTANCES instances (the measuring instance included).
@@ -272,7 +273,7 @@ mapfile -t stock_added < "$work/stock-added"
 at_exit '"$loopctl" remove /dev/loop-control "${stock_added[@]}" 2>/dev/null'
 if [ -n "$lfsctl" ]; then
 	per=$((devices / instances))
-	"$loopctl" populate "$lfsctl/loop-control" $((per - 1)) > /dev/null
+	"$loopctl" populate "$lfsctl/loop-control" $((per - 1)) > "$work/loopfs-added"
 	if [ -w /proc/sys/user/max_loop_devices ]; then
 		old_max=$(cat /proc/sys/user/max_loop_devices)
 		[ "$old_max" -ge $((devices + 64)) ] || echo $((devices + 64)) > /proc/sys/user/max_loop_devices
@@ -281,11 +282,30 @@ if [ -n "$lfsctl" ]; then
 	for ((i = 1; i < instances; i++)); do
 		mkdir -p "$work/inst/$i"
 		mount -t loop loop "$work/inst/$i"
-		at_exit umount "$work/inst/$i"
+		at_exit "mountpoint -q $work/inst/$i && umount $work/inst/$i"
 		"$loopctl" populate "$work/inst/$i/loop-control" "$per" > /dev/null
 	done
 fi
 meta populate_s $(($(date +%s) - tp))
 for ((r = 1; r <= ctl_rounds; r++)); do ctl_measure many "$r"; done
+
+# Take the extra devices away again and time the few state once more: "few"
+# is measured before and after "many", so a drift of the host's load during
+# this phase does not pass for a cost of the existing devices.
+"$loopctl" remove /dev/loop-control "${stock_added[@]}"
+stock_added=()
+if [ -n "$lfsctl" ]; then
+	mapfile -t lfs_added < "$work/loopfs-added"
+	[ ${#lfs_added[@]} -eq 0 ] || "$loopctl" remove "$lfsctl/loop-control" "${lfs_added[@]}"
+	for ((i = 1; i < instances; i++)); do
+		umount "$work/inst/$i"
+	done
+	# an unmounted instance's devices may go away just after umount returns
+	i=0
+	while [ "$(count_loopfs)" -gt "$few_loopfs" ] && [ $((i++)) -lt 300 ]; do
+		sleep 0.1
+	done
+fi
+for ((r = 1; r <= ctl_rounds; r++)); do ctl_measure few $((ctl_rounds + r)); done
 meta control_path_s $(($(date +%s) - t0))
 log "done: $out"
