@@ -143,11 +143,12 @@ struct shared {
 
 /*
  * Argument kinds that can be excluded like operations (LOOPFS_FUZZ_EXCLUDE),
- * for known bugs: mnt_backing = a loopfs node opened through a loopfs mount
- * used as a backing file.
+ * to step around known bugs: mnt_backing = a loopfs node opened through a
+ * loopfs mount as a backing file; blk_backing = any loopfs device as a
+ * backing file (loop on loop).
  */
-enum { X_mnt_backing = OP_MAX, X_MAX };
-static const char * const x_name[X_MAX - OP_MAX] = { "mnt_backing" };
+enum { X_mnt_backing = OP_MAX, X_blk_backing, X_MAX };
+static const char * const x_name[X_MAX - OP_MAX] = { "mnt_backing", "blk_backing" };
 
 static struct shared *sh;
 static char base[PATH_MAX];
@@ -342,23 +343,24 @@ static struct wfd *free_slot(void)
  * refused (directory, socket, pipe, char device, O_PATH, closed, -1) or
  * a loopfs device (maybe the very device being configured).
  */
+static int backing_via_mount;	/* what pick_backing() returned last */
+
 static int pick_backing(const char **what)
 {
 	struct wfd *w;
 	int r = rnd(100);
 
+	backing_via_mount = 0;
 	if (r < 65) {
 		*what = "file";
 		return back[rnd(NBACK)];
 	}
 	if (r < 80) {
 		w = pick_fd(FD_DEV);
-		/*
-		 * A node opened through a loopfs mount pins that mount while
-		 * it backs a device: test-findings.md #2, "mnt_backing".
-		 */
-		if (w && (!w->via_mount || !excluded[X_mnt_backing])) {
+		if (w && !excluded[X_blk_backing] &&
+		    (!w->via_mount || !excluded[X_mnt_backing])) {
 			*what = w->via_mount ? "loopfs-dev (via mount)" : "loopfs-dev";
+			backing_via_mount = w->via_mount;
 			return w->fd;
 		}
 		*what = "file";
@@ -688,6 +690,13 @@ static void op_ctl(enum op op)
 	result(op, r, errno, 0);
 }
 
+/* A node opened through an instance's mount never backs a device (#2b). */
+static void check_pin(enum op op, long r)
+{
+	if (r == 0 && backing_via_mount)
+		wrong_outcome(op, "accepted a backing file opened through a loopfs mount");
+}
+
 static void op_set_fd(struct wfd *w)
 {
 	const char *what;
@@ -697,6 +706,7 @@ static void op_set_fd(struct wfd *w)
 	set_cur("LOOP_SET_FD dev %d/%d backing %s", w->inst, w->idx, what);
 	r = ioctl(w->fd, LOOP_SET_FD, bfd);
 	result(OP_set_fd, r, errno, 0);
+	check_pin(OP_set_fd, r);
 }
 
 static void op_configure(struct wfd *w)
@@ -717,6 +727,7 @@ static void op_configure(struct wfd *w)
 		(unsigned long long)cfg.info.lo_sizelimit, cfg.info.lo_flags);
 	r = ioctl(w->fd, LOOP_CONFIGURE, maybe_bad(&cfg));
 	result(OP_configure, r, errno, 0);
+	check_pin(OP_configure, r);
 }
 
 static void op_set_status(struct wfd *w, int is64)
@@ -768,6 +779,7 @@ static void op_change_fd(struct wfd *w)
 	set_cur("LOOP_CHANGE_FD dev %d/%d backing %s", w->inst, w->idx, what);
 	r = ioctl(w->fd, LOOP_CHANGE_FD, bfd);
 	result(OP_change_fd, r, errno, 0);
+	check_pin(OP_change_fd, r);
 }
 
 static void op_simple(struct wfd *w, enum op op)
