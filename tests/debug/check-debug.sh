@@ -67,7 +67,8 @@ set -f
 suites=(${SUITES:-.build/tests/selftests/* tests/shell/*.sh tests/stress/*.sh
 	tests/fuzz/*.sh tests/tools/*.sh bench/smoke.sh})
 set +f
-"$here/../harness/run-guest.sh" "$kver" "${suites[@]}" tests/debug/kmemleak.sh
+# (the patterns are arguments: run-guest.sh would add $SUITES once more)
+SUITES= "$here/../harness/run-guest.sh" "$kver" "${suites[@]}" tests/debug/kmemleak.sh
 rc=$?
 if [ -s "$src/.build/results/$kver.totals" ]; then
 	read -r p f s secs <"$src/.build/results/$kver.totals"
