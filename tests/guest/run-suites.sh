@@ -64,6 +64,10 @@ run_suite() {
 	sync
 	say "RUN $name (timeout ${t}s)"
 
+	# Every suite starts with an empty /mnt, whatever the previous one left.
+	umount -R -l /mnt 2>/dev/null
+	mount -t tmpfs -o mode=0755 tmpfs /mnt
+
 	lines=$(dmesg | wc -l)
 	scratch=$(mktemp -d /tmp/suite.XXXXXX)
 	start=$(date +%s)
