@@ -48,6 +48,7 @@ die() { echo "run-guest: $*" >&2; exit 1; }
 # the repo), else all of them.  tests/selftests/foo.c means its binary.
 list_suites() {
 	local pats=("$@") p f n explicit=1
+	set +f
 	if [ ${#pats[@]} -eq 0 ]; then
 		explicit=0
 		pats=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
@@ -75,8 +76,11 @@ if [ "$demo" -eq 1 ]; then
 	suites=""
 	cmd=$src/tests/guest/demo.sh
 else
+	# SUITES words are globbed relative to the repo by list_suites, not here.
+	set -f
 	# shellcheck disable=SC2086
 	suites=$(list_suites "$@" ${SUITES:-})
+	set +f
 	cmd=$src/tests/guest/run-suites.sh
 	if [ -z "$suites" ]; then
 		echo "run-guest: no suites selected (SUITES='${SUITES:-}')" >&2
