@@ -535,6 +535,12 @@ static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 
 	if (!ldev->use_dio && file_inode(file)->i_sb->s_magic == TMPFS_MAGIC)
 		return SHIM_IO_INLINE;
+	/*
+	 * Loop on loop: served inline, the lower device's locks would nest
+	 * inside the upper one's submission (lockdep: recursive locking).
+	 */
+	if (S_ISBLK(file_inode(file)->i_mode))
+		return SHIM_IO_WORKER;
 	if (file->f_mode & FMODE_NOWAIT)
 		return SHIM_IO_NOWAIT;
 	return SHIM_IO_WORKER;
