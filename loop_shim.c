@@ -421,11 +421,9 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 		 * In a batch, workers take all but the last request so that
 		 * other CPUs copy data while this one serves the last.
 		 */
-		if (!bd->last)
-			;
-		else if (ldev->io_mode == SHIM_IO_INLINE)
+		if (bd->last && ldev->io_mode == SHIM_IO_INLINE)
 			ret = shim_rw_inline(ldev, cmd);
-		else if (ldev->io_mode == SHIM_IO_NOWAIT)
+		else if (bd->last && ldev->io_mode == SHIM_IO_NOWAIT)
 			ret = shim_rw(ldev, cmd, true);
 		if (ret == -EIOCBQUEUED)
 			return BLK_STS_OK;
