@@ -4,9 +4,10 @@
  * file, speaking the loop(4) ioctl ABI with the in-tree driver's errnos.
  *
  * Data path: a request is served inline from ->queue_rq when that cannot
- * block on I/O (IOCB_NOWAIT on files that support it, or a tmpfs file),
- * and handed to a worker otherwise. Direct-I/O mode submits async kiocbs.
- * Per-request state lives in the blk-mq pdu.
+ * block on I/O (IOCB_NOWAIT on files that support it, or a tmpfs file) and
+ * pays off (see shim_may_serve_inline), else queued to its hardware queue's
+ * worker, which drains the list under one plug. Direct-I/O mode submits
+ * async kiocbs. Per-request state lives in the blk-mq pdu.
  *
  * Lock order: ldev_chain_lock -> disk->open_mutex -> ldev->lock.
  * The I/O path takes none of them: state changes freeze the queue.
@@ -51,6 +52,19 @@ enum shim_io_mode {
 	SHIM_IO_INLINE,		/* tmpfs: page cache only, serve inline */
 };
 
+/*
+ * Requests of one hardware queue that its worker serves in order. One
+ * worker draining a list (as the in-tree driver does) costs one wakeup per
+ * batch instead of one per request, and leaves the submitting CPU free.
+ */
+struct shim_queue {
+	spinlock_t lock;	/* protects list */
+	struct list_head list;
+	struct work_struct work;
+	struct loop_dev *ldev;
+	atomic_t inflight;	/* requests started and not yet ended */
+};
+
 struct loop_dev {
 	struct gendisk *disk;
 	struct blk_mq_tag_set tag_set;
@@ -85,6 +99,7 @@ struct loop_dev {
 	spinlock_t file_lock;
 
 	struct work_struct destroy_work;
+	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
 };
 
 struct shim_cmd {
@@ -96,7 +111,7 @@ struct shim_cmd {
 	bool write;
 	int ret;
 	struct bio_vec *bvec;
-	struct work_struct work;
+	struct list_head node;
 	struct bio_vec inline_bvec[SHIM_INLINE_BVECS];
 };
 
@@ -346,9 +361,11 @@ static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
 static void shim_end_request(struct shim_cmd *cmd, int ret)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
+	struct shim_queue *sq = rq->mq_hctx->driver_data;
 
 	kfree(cmd->bvec);
 	cmd->bvec = NULL;
+	atomic_dec(&sq->inflight);
 	blk_mq_end_request(rq, errno_to_blk_status(ret));
 }
 
@@ -359,21 +376,53 @@ static void shim_complete_rq(struct request *rq)
 	shim_end_request(cmd, cmd->ret);
 }
 
-static void shim_workfn(struct work_struct *work)
+static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
 {
-	struct shim_cmd *cmd = container_of(work, struct shim_cmd, work);
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
-	struct loop_dev *ldev = rq->q->queuedata;
-	unsigned int noio = memalloc_noio_save();
 	int ret;
 
 	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE)
 		ret = shim_rw(ldev, cmd, false);
 	else
 		ret = shim_do_blocking(ldev, rq);
-	memalloc_noio_restore(noio);
 	if (ret != -EIOCBQUEUED)
 		shim_end_request(cmd, ret);
+}
+
+static void shim_workfn(struct work_struct *work)
+{
+	struct shim_queue *sq = container_of(work, struct shim_queue, work);
+	unsigned int noio = memalloc_noio_save();
+	struct shim_cmd *cmd;
+	struct blk_plug plug;
+
+	blk_start_plug(&plug);
+	spin_lock_irq(&sq->lock);
+	while ((cmd = list_first_entry_or_null(&sq->list, struct shim_cmd,
+					       node))) {
+		list_del(&cmd->node);
+		spin_unlock_irq(&sq->lock);
+		shim_serve(sq->ldev, cmd);
+		cond_resched();
+		spin_lock_irq(&sq->lock);
+	}
+	spin_unlock_irq(&sq->lock);
+	blk_finish_plug(&plug);
+	memalloc_noio_restore(noio);
+}
+
+/* Lockless peek: a request racing in only costs the inline fast path. */
+static bool shim_queue_empty(struct shim_queue *sq)
+{
+	return list_empty_careful(&sq->list);
+}
+
+static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
+{
+	spin_lock_irq(&sq->lock);
+	list_add_tail(&cmd->node, &sq->list);
+	spin_unlock_irq(&sq->lock);
+	queue_work(shim_wq, &sq->work);
 }
 
 /*
@@ -394,12 +443,33 @@ static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
 	return ret;
 }
 
+/*
+ * Serve inline only the last request of a batch (the worker takes the
+ * others, so another CPU moves data meanwhile) and only when nothing waits
+ * for the worker ahead of it. A tmpfs request is a memory copy, worth
+ * doing here at any depth. Other backings only when the queue is otherwise
+ * idle: at depth the worker, plugged, hands the backing device whole
+ * batches, where inline service would kick it once per request.
+ */
+static bool shim_may_serve_inline(struct loop_dev *ldev, struct shim_queue *sq,
+				  bool last)
+{
+	if (!last || !shim_queue_empty(sq))
+		return false;
+	if (ldev->io_mode == SHIM_IO_INLINE)
+		return true;
+	return ldev->io_mode == SHIM_IO_NOWAIT &&
+	       atomic_read(&sq->inflight) == 1;
+}
+
 static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 				  const struct blk_mq_queue_data *bd)
 {
+	struct shim_queue *sq = hctx->driver_data;
 	struct request *rq = bd->rq;
 	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct loop_dev *ldev = rq->q->queuedata;
+	bool rw = req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE;
 	int ret;
 
 	blk_mq_start_request(rq);
@@ -408,22 +478,20 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->write = op_is_write(req_op(rq));
 	if (cmd->write && (ldev->flags & LO_FLAGS_READ_ONLY))
 		return BLK_STS_IOERR;
-
-	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE) {
-		cmd->bvec = NULL;
+	cmd->bvec = NULL;
+	if (rw) {
 		if (shim_setup_iter(cmd, rq))
 			return BLK_STS_RESOURCE;
 		cmd->start_pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) +
 				 ldev->offset;
 		cmd->pos = cmd->start_pos;
-		ret = -EAGAIN;
-		/*
-		 * In a batch, workers take all but the last request so that
-		 * other CPUs copy data while this one serves the last.
-		 */
-		if (bd->last && ldev->io_mode == SHIM_IO_INLINE)
+	}
+
+	atomic_inc(&sq->inflight);
+	if (rw && shim_may_serve_inline(ldev, sq, bd->last)) {
+		if (ldev->io_mode == SHIM_IO_INLINE)
 			ret = shim_rw_inline(ldev, cmd);
-		else if (bd->last && ldev->io_mode == SHIM_IO_NOWAIT)
+		else
 			ret = shim_rw(ldev, cmd, true);
 		if (ret == -EIOCBQUEUED)
 			return BLK_STS_OK;
@@ -432,23 +500,23 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 			return BLK_STS_OK;
 		}
 	}
-	queue_work(shim_wq, &cmd->work);
+	shim_defer(sq, cmd);
 	return BLK_STS_OK;
 }
 
-static int shim_init_request(struct blk_mq_tag_set *set, struct request *rq,
-			     unsigned int hctx_idx, unsigned int numa_node)
+static int shim_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
+			  unsigned int index)
 {
-	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct loop_dev *ldev = data;
 
-	INIT_WORK(&cmd->work, shim_workfn);
+	hctx->driver_data = &ldev->queues[index];
 	return 0;
 }
 
 static const struct blk_mq_ops shim_mq_ops = {
 	.queue_rq	= shim_queue_rq,
 	.complete	= shim_complete_rq,
-	.init_request	= shim_init_request,
+	.init_hctx	= shim_init_hctx,
 };
 
 /* ---- configuration ---- */
@@ -1325,6 +1393,11 @@ static void shim_release(struct gendisk *disk)
 static void shim_free_disk(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
+	int i;
+
+	/* A worker may still be leaving after ending the last request. */
+	for (i = 0; i < SHIM_MAX_HW_QUEUES; i++)
+		cancel_work_sync(&ldev->queues[i].work);
 
 	blk_mq_free_tag_set(&ldev->tag_set);
 	ida_free(&shim_minor_ida, ldev->minor_id);
@@ -1375,7 +1448,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 {
 	struct loop_dev *ldev;
 	struct gendisk *disk;
-	int err = -ENOMEM;
+	int err = -ENOMEM, i;
 
 	ldev = kzalloc(sizeof(*ldev), GFP_KERNEL);
 	if (!ldev)
@@ -1390,6 +1463,14 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	mutex_init(&ldev->lock);
 	spin_lock_init(&ldev->file_lock);
 	INIT_WORK(&ldev->destroy_work, shim_destroy_workfn);
+	for (i = 0; i < SHIM_MAX_HW_QUEUES; i++) {
+		struct shim_queue *sq = &ldev->queues[i];
+
+		spin_lock_init(&sq->lock);
+		INIT_LIST_HEAD(&sq->list);
+		INIT_WORK(&sq->work, shim_workfn);
+		sq->ldev = ldev;
+	}
 
 	ldev->minor_id = ida_alloc_max(&shim_minor_ida,
 				       (MINORMASK + 1) / SHIM_MINORS - 1,
