@@ -90,7 +90,10 @@ struct loop_dev {
 	char file_name[LO_NAME_SIZE];
 	gfp_t old_gfp_mask;
 
-	/* Read by the I/O path without locks; written with the queue frozen. */
+	/*
+	 * Read by the I/O path without locks once state is LD_BOUND; written
+	 * with the queue frozen, or before the bound state is published.
+	 */
 	struct file *file;
 	bool use_dio;
 	enum shim_io_mode io_mode;
@@ -473,7 +476,8 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	int ret;
 
 	blk_mq_start_request(rq);
-	if (READ_ONCE(ldev->state) != LD_BOUND)
+	/* Pairs with shim_configure(): bound means file and mode are set. */
+	if (smp_load_acquire(&ldev->state) != LD_BOUND)
 		return BLK_STS_IOERR;
 	cmd->write = op_is_write(req_op(rq));
 	if (cmd->write && (ldev->flags & LO_FLAGS_READ_ONLY))
@@ -599,14 +603,15 @@ static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 {
 	struct file *file = ldev->file;
 
-	if (!ldev->use_dio && file_inode(file)->i_sb->s_magic == TMPFS_MAGIC)
-		return SHIM_IO_INLINE;
 	/*
 	 * Loop on loop: served inline, the lower device's locks would nest
 	 * inside the upper one's submission (lockdep: recursive locking).
+	 * Checked first: a device node usually lives on (dev)tmpfs.
 	 */
 	if (S_ISBLK(file_inode(file)->i_mode))
 		return SHIM_IO_WORKER;
+	if (!ldev->use_dio && file_inode(file)->i_sb->s_magic == TMPFS_MAGIC)
+		return SHIM_IO_INLINE;
 	if (file->f_mode & FMODE_NOWAIT)
 		return SHIM_IO_NOWAIT;
 	return SHIM_IO_WORKER;
@@ -846,13 +851,15 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	compat_force_media_change(ldev->disk);
 	set_disk_ro(ldev->disk, ldev->flags & LO_FLAGS_READ_ONLY);
 
-	blk_mq_freeze_queue(ldev->disk->queue);
+	/*
+	 * No freeze (an RCU grace period): while the device is unbound the
+	 * I/O path reads none of this, and the state is published last.
+	 */
 	shim_set_file(ldev, file);
 	ldev->use_dio = false;
 	err = shim_apply_limits(ldev, config->block_size);
 	if (!err)
 		shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO);
-	blk_mq_unfreeze_queue(ldev->disk->queue);
 	if (err) {
 		mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
 		shim_set_file(ldev, NULL);
@@ -861,9 +868,8 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	}
 	shim_sysfs_add(ldev);
 	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
-	/* Publish the file before the state, for shim_validate_file(). */
-	smp_wmb();
-	WRITE_ONCE(ldev->state, LD_BOUND);
+	/* Publish file and I/O mode before the state (shim_queue_rq). */
+	smp_store_release(&ldev->state, LD_BOUND);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	compat_set_partscan(ldev->disk, partscan);
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);

@@ -52,6 +52,22 @@ host_node_still_stacks_loop_on_loop() {
 	dd if="$lf/loop2" of=/dev/null bs=4k count=1 status=none
 }
 
+# Regression (check-debug, lockdep "possible recursive locking"): a block
+# device node on tmpfs was taken for a tmpfs file and served inline, so the
+# lower device's inode lock nested inside the upper one's read.
+loop_on_a_node_in_tmpfs_reads_in_the_worker() {
+	local node=$work/nodes/lower
+	mkdir -p "$work/nodes"
+	mount -t tmpfs tmpfs "$work/nodes"
+	mknod "$node" b $(stat -L -c '0x%t 0x%T' "$lf/loop1")
+	printf 'stacked' | dd of="$lf/loop1" bs=512 seek=100 conv=notrunc status=none
+	expect_eq 0 "$(setfd "$lf/loop0" "$node")" "loop0 -> $node"
+	# buffered, with readahead: the path that nested the locks
+	[ "$(dd if="$lf/loop0" bs=512 skip=100 count=1 status=none | head -c 7)" = stacked ] ||
+		fail "loop0 does not read loop1's data"
+	dd if="$lf/loop0" of=/dev/null bs=64k status=none
+}
+
 lazy_umount_tears_the_instance_down() {
 	local disks
 	umount -l "$lf"
@@ -63,9 +79,10 @@ lazy_umount_tears_the_instance_down() {
 	fail "loopfs disks left after umount -l: $(ls /sys/block | grep '^loopfs' | tr '\n' ' ')"
 }
 
-tap_plan 3
+tap_plan 4
 setup
 run_test "a node opened through an instance cannot back a device (EINVAL; itself: EBADF)" instance_node_as_backing_file_is_einval
 run_test "the host node /dev/loopfs<ID>-<N> still backs a device (loop on loop)" host_node_still_stacks_loop_on_loop
+run_test "a node of a device on tmpfs backs a device through the worker (loop on loop)" loop_on_a_node_in_tmpfs_reads_in_the_worker
 run_test "after umount -l every device of the instance is gone" lazy_umount_tears_the_instance_down
 tap_done
