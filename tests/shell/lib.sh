@@ -9,7 +9,7 @@
 #   tap_done                          # exit status: 0 if nothing failed
 #
 # Each test function runs in a subshell with `set -euo pipefail`; its output
-# is shown as TAP diagnostics only when it fails. State in the mount
+# is shown as TAP diagnostics when it fails (its "DIAG: " lines always). State in the mount
 # namespace (mounts, bound devices) carries over from one test to the next,
 # so a suite can be a sequence of steps.
 
@@ -32,6 +32,7 @@ run_test() {
 	wait $! || rc=$?
 	if [ "$rc" -eq 0 ]; then
 		echo "ok $TAP_N - $name"
+		sed -n 's/^DIAG: /# /p' "$log"
 	else
 		echo "not ok $TAP_N - $name"
 		sed 's/^/# /' "$log"

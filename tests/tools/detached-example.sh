@@ -63,7 +63,7 @@ test_killed() {
 }
 
 tap_plan 3
-t "detached instance: bind, mount via /proc/self/fd/N, print a file; nothing left after exit" test_exit
-t "the same program crashing (SIGKILL itself) leaves no device, mount or instance behind" test_crash
-t "killed by SIGKILL from outside (own mount namespace) while holding: nothing left" test_killed
-tap_exit
+run_test "detached instance: bind, mount via /proc/self/fd/N, print a file; nothing left after exit" test_exit
+run_test "the same program crashing (SIGKILL itself) leaves no device, mount or instance behind" test_crash
+run_test "killed by SIGKILL from outside (own mount namespace) while holding: nothing left" test_killed
+tap_done

@@ -313,23 +313,23 @@ hello from loopfs" "$out" "i386 mount(2) of the host disk, then of the instance 
 }
 
 tap_plan 19
-t "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
-t "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
-t "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
-t "mounting a device of another loopfs instance is refused with EPERM" test_other_instance_refused
-t "a filesystem type outside --allow-fs is refused with EPERM" test_fs_type_refused
-t "an option naming another device (journal_dev) is refused with EPERM" test_bad_options_refused
-t "a caller without CAP_SYS_ADMIN in its namespace is refused with EPERM" test_no_cap_refused
-t "a tmpfs mount in the container succeeds through CONTINUE" test_tmpfs_continue
-t "the new mount API (fsopen) fails with ENOSYS in the container" test_new_api_enosys
-t "supervised mounts are nosuid,nodev (locked), show the caller's source, umount by device" test_flags_locked
-t "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
-t "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
-t "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
-t "after COMMAND exits: no loop devices, mounts, processes or charges left" test_nothing_left
-t "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
-t "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
-t "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
-t "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
-t "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
-tap_exit
+run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
+run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
+run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
+run_test "mounting a device of another loopfs instance is refused with EPERM" test_other_instance_refused
+run_test "a filesystem type outside --allow-fs is refused with EPERM" test_fs_type_refused
+run_test "an option naming another device (journal_dev) is refused with EPERM" test_bad_options_refused
+run_test "a caller without CAP_SYS_ADMIN in its namespace is refused with EPERM" test_no_cap_refused
+run_test "a tmpfs mount in the container succeeds through CONTINUE" test_tmpfs_continue
+run_test "the new mount API (fsopen) fails with ENOSYS in the container" test_new_api_enosys
+run_test "supervised mounts are nosuid,nodev (locked), show the caller's source, umount by device" test_flags_locked
+run_test "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
+run_test "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
+run_test "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
+run_test "after COMMAND exits: no loop devices, mounts, processes or charges left" test_nothing_left
+run_test "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
+run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
+run_test "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
+run_test "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
+run_test "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
+tap_done
