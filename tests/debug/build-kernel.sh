@@ -23,6 +23,20 @@ jobs=${DEBUG_JOBS:-2}
 log() { echo "build-kernel: $*" >&2; }
 die() { log "$*"; exit 1; }
 
+# --check: only say (exit status) whether the cached kernel is current.
+check_only=
+[ "${1:-}" = --check ] && check_only=1
+current() {
+	[ -r "$tarball" ] && [ -f "$cache/stamp-6.1" ] &&
+		[ "$(cat "$cache/stamp-6.1")" = "$(stamp)" ] &&
+		[ -f "$obj/arch/x86/boot/bzImage" ]
+}
+stamp() { echo "$(stat -c %s.%Y "$tarball") $(sha1sum "$fragment" | cut -d' ' -f1)"; }
+if [ -n "$check_only" ]; then
+	current
+	exit
+fi
+
 # Build dependencies, installed idempotently (as make check does).
 need=()
 for p in linux-source-6.1 flex bison bc libelf-dev libssl-dev cpio xz-utils; do
@@ -33,9 +47,8 @@ if [ ${#need[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${need[@]}" >&2
 fi
 [ -r "$tarball" ] || die "no $tarball"
-want="$(stat -c %s.%Y "$tarball") $(sha1sum "$fragment" | cut -d' ' -f1)"
-if [ -f "$cache/stamp-6.1" ] && [ "$(cat "$cache/stamp-6.1")" = "$want" ] &&
-	[ -f "$obj/arch/x86/boot/bzImage" ]; then
+want=$(stamp)
+if current; then
 	log "cached kernel is current ($obj)"
 	echo "KVER=$(make -s -C "$src" O="$obj" kernelrelease)"
 	exit 0

@@ -2,7 +2,7 @@
 # check.sh: what `make check` runs.  Installs dependencies, builds loopfs.ko
 # for every supported kernel (warnings are errors), builds the userspace
 # tests, runs the DKMS cycle and the lint, then every suite in a guest of
-# each kernel.
+# each kernel, and `make check-debug` when its debug kernel is cached.
 # Prints per-kernel totals and, as the very last line,
 # "N passed, N failed" (", N skipped" if any).  Exit status 1 on any failure.
 #
@@ -11,6 +11,7 @@
 # so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt),
 # DKMS_TEST (1 runs the DKMS test and the lint; default 1, or 0 when SUITES
 # is set),
+# CHECK_DEBUG (auto: the debug kernel run when its kernel is cached; 0, 1),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
 exec 2>&1
@@ -52,7 +53,7 @@ summary() {
 	local p=$host_pass f=$host_fail s=$host_skip r kp kf ks
 	echo
 	echo "=== summary ($(($(date +%s) - t0))s)"
-	printf '  %-28s %d passed, %d failed\n' "host (build, dkms)" "$host_pass" "$host_fail"
+	printf '  %-28s %d passed, %d failed\n' "host (build, dkms, lint)" "$host_pass" "$host_fail"
 	for r in "${rows[@]}"; do
 		read -r k kp kf ks <<<"$r"
 		printf '  %-28s %d passed, %d failed, %d skipped\n' "$k" "$kp" "$kf" "$ks"
@@ -138,5 +139,21 @@ for k in "${guests[@]}"; do
 	fi
 	rows+=("$k $gp $gf $gs")
 done
+
+# The debug kernel run (make check-debug, issue 8) joins whenever that kernel
+# is already cached: building it cold takes longer than this whole check.
+# CHECK_DEBUG=0 leaves it out, CHECK_DEBUG=1 builds the kernel if needed.
+if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ] && { [ "${CHECK_DEBUG:-auto}" = 1 ] ||
+	"$here/../debug/build-kernel.sh" --check >/dev/null 2>&1; }; then
+	step "debug kernel (KASAN, lockdep, kmemleak)"
+	out=$(mktemp)
+	MAKE="$MAKE" "$here/../debug/check-debug.sh" | tee "$out"
+	if read -r dp _ df _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1 | tr -d ,); then
+		rows+=("6.1-debug $dp $df 0")
+	else
+		rows+=("6.1-debug 0 1 0")
+	fi
+	rm -f "$out"
+fi
 
 summary
