@@ -9,9 +9,9 @@
 #   tap_done                          # exit status: 0 if nothing failed
 #
 # Each test function runs in a subshell with `set -euo pipefail`; its output
-# is shown as TAP diagnostics when it fails (its "DIAG: " lines always). State in the mount
-# namespace (mounts, bound devices) carries over from one test to the next,
-# so a suite can be a sequence of steps.
+# is shown as TAP diagnostics when it fails (its "DIAG: " lines always).
+# State in the mount namespace (mounts, bound devices) carries over from one
+# test to the next, so a suite can be a sequence of steps.
 
 TAP_N=0
 TAP_FAILED=0
