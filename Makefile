@@ -63,7 +63,11 @@ SELFTEST_LDLIBS = -pthread
 # The tests helper may add flags or libraries here (e.g. SELFTEST_LDLIBS += -lseccomp).
 -include tests/selftests/selftests.mk
 
-tests-build: $(SELFTEST_BINS) tools-build
+# Helper programs of the shell suites in tests/security/ (not suites themselves).
+SECURITY_SRCS = $(wildcard tests/security/*.c)
+SECURITY_BINS = $(patsubst tests/security/%.c,$(BUILD)/tests/security/%,$(SECURITY_SRCS))
+
+tests-build: $(SELFTEST_BINS) $(SECURITY_BINS) tools-build
 
 $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:
 	@mkdir -p $(KSELFTEST)
@@ -76,6 +80,10 @@ $(BUILD)/tests/selftests/%: tests/selftests/%.c $(SELFTEST_HDRS) \
 		$(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h
 	@mkdir -p $(@D)
 	gcc $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS)
+
+$(BUILD)/tests/security/%: tests/security/%.c
+	@mkdir -p $(@D)
+	gcc -O2 -Wall -Werror -D_GNU_SOURCE -pthread -o $@ $<
 
 tools-build:
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools; fi

@@ -52,7 +52,7 @@ list_suites() {
 	if [ ${#pats[@]} -eq 0 ]; then
 		explicit=0
 		pats=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
-			tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
+			tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
 	fi
 	for p in "${pats[@]}"; do
 		case $p in
