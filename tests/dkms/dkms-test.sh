@@ -9,11 +9,16 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$src/dkms.conf" 2>/dev/null)
 mapfile -t kvers < <("$src/tests/harness/kvers.sh" guest)
 
-n=0
+n=0 failed=0
 tap() {
 	# tap OK|FAIL description
 	n=$((n + 1))
-	if [ "$1" = OK ]; then echo "ok $n - $2"; else echo "not ok $n - $2"; fi
+	if [ "$1" = OK ]; then
+		echo "ok $n - $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $2"
+	fi
 }
 
 echo "TAP version 13"
@@ -94,3 +99,4 @@ else
 	tap FAIL "nothing left installed after remove"
 fi
 rm -f "$log"
+[ "$failed" -eq 0 ]
