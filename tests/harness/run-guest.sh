@@ -4,13 +4,15 @@
 # Boot /boot/vmlinuz-KVER in QEMU with the host's root shared read-only over
 # 9p, load loop + .build/KVER/loopfs.ko in the guest and run the suites (or,
 # with --demo, tests/guest/demo.sh).  Prints one line per suite and the
-# guest's totals; writes "passed failed skipped seconds" to .build/results/KVER.totals.
+# guest's totals; writes "passed failed skipped seconds" to
+# .build/results/RUN.totals (RUN is $GUEST_RUN_NAME, default KVER), the
+# suites' results to .build/results/RUN/ and the console to RUN.serial.log.
 # Exit status 0 only if everything passed and the kernel log is clean.
 #
-# Environment: SUITES (default: every suite, see list_suites), LOOPFS_QUICK,
-# SUITE_TIMEOUT (per suite, default 300 s; a suite may ask for more with a
-# "# loopfs-timeout: N" line), SUITE_TIMEOUT_SCALE (multiplies every suite
-# timeout, default 1), GUEST_TIMEOUT (whole boot; default: the sum of the
+# Environment: SUITES (default: every suite, see list_suites),
+# GUEST_RUN_NAME, LOOPFS_QUICK, SUITE_TIMEOUT (per suite, default 300 s; a
+# suite may ask for more with a "# loopfs-timeout: N" line),
+# SUITE_TIMEOUT_SCALE (multiplies every suite timeout, default 1), GUEST_TIMEOUT (whole boot; default: the sum of the
 # suite timeouts plus 300 s, at most 2400 s), GUEST_MEM (MiB, default 2048),
 # GUEST_ACCEL (tcg|kvm|auto, default auto), GUEST_CMDLINE_EXTRA (appended to
 # the kernel command line), GUEST_KERNEL (kernel image, default
@@ -30,31 +32,49 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$src/.build
-res=$build/results/$kver
+run=${GUEST_RUN_NAME:-$kver}
+res=$build/results/$run
 ko=$build/$kver/loopfs.ko
 kernel=${GUEST_KERNEL:-/boot/vmlinuz-$kver}
 initrd=$build/initramfs/$kver.cpio
-log=$build/results/$kver.serial.log
+log=$build/results/$run.serial.log
 
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
 SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-1}
 GUEST_MEM=${GUEST_MEM:-2048}
 
 die() { echo "run-guest: $*" >&2; exit 1; }
+
+# One guest per kernel and tree at a time: they share the results directory.
+mkdir -p "$build/results"
+exec 9>"$build/results/$run.lock"
+if ! flock -n 9; then
+	echo "run-guest: another $run guest runs from this tree; waiting for it"
+	flock 9
+fi
+# The totals file is written last, by this run: a run that stops early
+# must not leave the previous run's totals to be read as its own.
+rm -f "$build/results/$run.totals"
+
 [ -r "$kernel" ] || die "no kernel $kernel"
 [ -f "$ko" ] || die "no module $ko (run 'make modules-all')"
 
 # Suites: explicit arguments, else $SUITES (words, globs allowed, relative to
-# the repo), else all of them.  tests/selftests/foo.c means its binary.
+# the repo), else all of them; the word "default" stands for all of them.
+# tests/selftests/foo.c means its binary.  A word that names no executable
+# suite is reported on fd 3 (a failure of the run, never a silent skip); so
+# is a script in the default set with a "#!" line but no executable bit.
+default_suites=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
+	tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
 list_suites() {
-	local pats=("$@") p f n explicit=1
+	local pats=("$@") p f n explicit
 	set +f
-	if [ ${#pats[@]} -eq 0 ]; then
-		explicit=0
-		pats=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
-			tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
-	fi
+	[ ${#pats[@]} -gt 0 ] || pats=(default)
 	for p in "${pats[@]}"; do
+		if [ "$p" = default ]; then
+			list_default_suites
+			continue
+		fi
 		case $p in
 		tests/selftests/*) p=.build/tests/selftests/$(basename "$p" .c) ;;
 		esac
@@ -66,34 +86,43 @@ list_suites() {
 				n=$((n + 1))
 			fi
 		done
-		if [ "$explicit" -eq 1 ] && [ "$n" -eq 0 ]; then
-			echo "run-guest: '$p' is no executable suite (built? chmod +x?)" >&2
-		fi
+		[ "$n" -gt 0 ] || echo "'${p#"$src"/}' names no executable suite (built? chmod +x?)" >&3
 	done
 }
 
+list_default_suites() {
+	local p f
+	for p in "${default_suites[@]}"; do
+		for f in $src/$p; do
+			[ -f "$f" ] || continue
+			if [ -x "$f" ]; then
+				echo "$f"
+			elif [ "$(head -c 2 "$f")" = "#!" ]; then
+				echo "${f#"$src"/} is a script without its executable bit" >&3
+			fi
+		done
+	done
+}
+
+suite_problems=()
 if [ "$demo" -eq 1 ]; then
 	suites=""
 	cmd=$src/tests/guest/demo.sh
 else
 	# SUITES words are globbed relative to the repo by list_suites, not here.
 	set -f
+	unrunnable=$(mktemp)
 	# shellcheck disable=SC2086
-	suites=$(list_suites "$@" ${SUITES:-})
+	suites=$(list_suites "$@" ${SUITES:-} 3>"$unrunnable")
 	set +f
+	mapfile -t suite_problems <"$unrunnable"
+	rm -f "$unrunnable"
 	cmd=$src/tests/guest/run-suites.sh
 	if [ -z "$suites" ]; then
-		echo "run-guest: no suites selected (SUITES='${SUITES:-}')" >&2
+		suite_problems+=("no suites selected (SUITES='${SUITES:-}')")
 	fi
 fi
 
-# One guest per kernel and tree at a time: they share the results directory.
-mkdir -p "$build/results"
-exec 9>"$build/results/$kver.lock"
-if ! flock -n 9; then
-	echo "run-guest: another $kver guest runs from this tree; waiting for it"
-	flock 9
-fi
 
 # Rebuild the initramfs when the kernel, busybox or the harness changed.
 if [ ! -s "$initrd" ] || [ "$initrd" -ot "$here/guest-init" ] ||
@@ -152,6 +181,9 @@ fi
 cmdline="console=ttyS0 panic_on_warn=1 oops=panic panic=-1 softlockup_panic=1"
 cmdline+=" hung_task_panic=1 sysctl.kernel.hung_task_timeout_secs=90"
 cmdline+=" log_buf_len=4M no_timer_check tsc=reliable 8250.nr_uarts=1"
+# The CRNG is seeded from the CPU (and virtio-rng) during boot, so that its
+# static key is switched before any suite runs (see run-suites.sh).
+cmdline+=" random.trust_cpu=on"
 cmdline+=" ${GUEST_CMDLINE_EXTRA:-}"
 cpu=max
 [ "$accel" = kvm ] && cpu=host
@@ -159,6 +191,7 @@ cpu=max
 qemu=(qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$GUEST_MEM"
 	-nodefaults -no-user-config -nographic -monitor none -serial "file:$log"
 	-no-reboot -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
+	-device virtio-rng-pci
 	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$src,mount_tag=repo,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$res,mount_tag=results,security_model=none"
@@ -201,7 +234,8 @@ for r in "$res"/*.result; do
 done
 
 pass=0 fail=0 skip=0 klog=0
-problems=()
+problems=("${suite_problems[@]}")
+panic=$(grep -a -m1 -E 'Kernel panic - not syncing' "$log" 2>/dev/null || true)
 if [ -s "$res/summary" ]; then
 	read -r pass fail skip klog <"$res/summary"
 else
@@ -215,7 +249,7 @@ else
 	if [ -s "$res/progress" ]; then
 		cur=$(cat "$res/progress")
 		where="during $cur"
-		partial=$(ls "$res"/*"-$(echo "$cur" | tr / _).tap" 2>/dev/null | tail -n 1)
+		partial=$(ls "$res"/*"-$(echo "$cur" | tr / _).tap" 2>/dev/null | tail -n 1 || true)
 		if [ -n "$partial" ]; then
 			echo "---- output of $cur so far ----"
 			tail -n 20 "$partial"
@@ -223,7 +257,9 @@ else
 		fi
 	fi
 	[ "$demo" -eq 1 ] && where="during the demo"
-	if [ "$demo" -eq 1 ] && [ -s "$res/demo.status" ] && [ "$rc" -eq 0 ]; then
+	if [ -n "$panic" ]; then
+		problems+=("guest kernel panicked $where: ${panic#*\] }")
+	elif [ "$demo" -eq 1 ] && [ -s "$res/demo.status" ] && [ "$rc" -eq 0 ]; then
 		read -r demo_rc <"$res/demo.status"
 		[ "$demo_rc" -eq 0 ] || problems+=("demo script failed (status $demo_rc)")
 	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
@@ -231,6 +267,17 @@ else
 	else
 		problems+=("guest crashed or stopped (qemu status $rc) $where")
 	fi
+fi
+
+# Every selected suite must have reported, whatever happened to the guest.
+if [ "$demo" -eq 0 ]; then
+	reported=$(cat "$res"/*.result 2>/dev/null | cut -d' ' -f5 || true)
+	missing=0
+	for f in $suites; do
+		grep -qxF -- "${f#"$src"/}" <<<"$reported" || missing=$((missing + 1))
+	done
+	nsuites=$(echo $suites | wc -w)
+	[ "$missing" -eq 0 ] || problems+=("$missing of $nsuites suites did not report a result")
 fi
 
 # The whole serial log, whatever the guest reported.  A splat the guest
@@ -247,16 +294,11 @@ if [ ${#problems[@]} -gt 0 ]; then
 		echo "  FAIL $p"
 	done
 	fail=$((fail + ${#problems[@]}))
-	if [ "$bad_log" -eq 0 ] && [ "$demo" -eq 0 ]; then
-		echo "---- last 40 lines of $log ----"
+	if [ "$bad_log" -eq 0 ] || [ -n "$panic" ]; then
+		echo "---- last 40 lines of the guest console $log ----"
 		tail -n 40 "$log" 2>/dev/null || true
 		echo "----"
 	fi
-fi
-
-if [ "$demo" -eq 0 ] && [ -z "$suites" ]; then
-	fail=$((fail + 1))
-	echo "  FAIL no suites to run"
 fi
 
 if [ "$demo" -eq 1 ]; then
@@ -265,7 +307,7 @@ if [ "$demo" -eq 1 ]; then
 	exit
 fi
 
-echo "$pass $fail $skip $secs" >"$build/results/$kver.totals"
+echo "$pass $fail $skip $secs" >"$build/results/$run.totals"
 boot=$(grep -m1 -oE 'loopfs-runner: start at [0-9.]+s' "$log" 2>/dev/null | grep -oE '[0-9.]+s$' || true)
 printf '%s: %d passed, %d failed, %d skipped (%ds wall, guest userland up at %s)\n' \
 	"$kver" "$pass" "$fail" "$skip" "$secs" "${boot:-?}"
