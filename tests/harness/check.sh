@@ -1,16 +1,17 @@
 #!/bin/bash
 # check.sh: what `make check` runs.  Installs dependencies, builds loopfs.ko
 # for every supported kernel (warnings are errors), builds the userspace
-# tests, runs the DKMS cycle and the lint, then every suite in a guest of
-# each kernel, and `make check-debug` when its debug kernel is cached.
+# tests, runs the harness self-test, the DKMS cycle and the lint, then every
+# suite in a guest of each kernel, and `make check-debug` when its debug
+# kernel is cached.
 # Prints per-kernel totals and, as the very last line,
 # "N passed, N failed" (", N skipped" if any).  Exit status 1 on any failure.
 #
 # Environment: SUITES (subset of suites, see run-guest.sh), KERNELS (only
 # these kernels: a word matches a version or its prefix up to a dot or dash,
 # so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt),
-# DKMS_TEST (1 runs the DKMS test and the lint; default 1, or 0 when SUITES
-# is set),
+# DKMS_TEST (1 runs the harness self-test, the DKMS test and the lint;
+# default 1, or 0 when SUITES is set),
 # CHECK_DEBUG (auto: the debug kernel run when its kernel is cached; 0, 1),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
@@ -26,28 +27,9 @@ cd "$src" || exit 1
 t0=$(date +%s)
 host_pass=0 host_fail=0 host_skip=0
 rows=()
+. "$here/gate.sh"
 
 step() { echo; echo "=== $* ($(($(date +%s) - t0))s)"; }
-
-host_result() {
-	# host_result OK|FAIL description
-	if [ "$1" = OK ]; then
-		host_pass=$((host_pass + 1))
-		echo "ok - $2"
-	else
-		host_fail=$((host_fail + 1))
-		echo "not ok - $2"
-	fi
-}
-
-selected() {
-	local k=$1 w
-	[ -n "${KERNELS:-}" ] || return 0
-	for w in $KERNELS; do
-		case $k in "$w" | "$w".* | "$w"-*) return 0 ;; esac
-	done
-	return 1
-}
 
 summary() {
 	local p=$host_pass f=$host_fail s=$host_skip r kp kf ks
@@ -102,26 +84,17 @@ else
 	tests_ok=0
 fi
 
-# host_suite NAME SCRIPT: run a host-side TAP suite and add up its results.
-host_suite() {
-	local out p f
-	out=$(mktemp)
-	"$2" 2>&1 | tee "$out"
-	p=$(grep -cE '^ok( |$)' "$out")
-	f=$(grep -cE '^not ok( |$)' "$out")
-	if ! grep -qE '^1\.\.[0-9]+' "$out" || [ $((p + f)) -eq 0 ]; then
-		f=$((f + 1))
-		echo "not ok - $1 produced no results"
-	fi
-	host_pass=$((host_pass + p)) host_fail=$((host_fail + f))
-	rm -f "$out"
-}
-
 if [ "$DKMS_TEST" = 1 ]; then
+	step "harness self-test (runs that must fail do)"
+	host_suite "harness self-test" "$here/selftest/run.sh"
 	step "DKMS"
 	host_suite "dkms test" "$here/../dkms/dkms-test.sh"
 	step "lint (checkpatch --strict, sparse)"
 	host_suite "lint" "$here/../lint/lint.sh"
+fi
+
+if [ -n "${KERNELS:-}" ] && [ ${#guests[@]} -eq 0 ]; then
+	host_result FAIL "KERNELS='$KERNELS' selects a guest kernel (have: ${guest_kvers[*]:-none})"
 fi
 
 if [ "$tests_ok" -eq 0 ]; then
@@ -131,16 +104,10 @@ fi
 
 for k in "${guests[@]}"; do
 	step "guest $k"
-	"$here/run-guest.sh" "$k"
-	if [ -s "$src/.build/results/$k.totals" ]; then
-		read -r gp gf gs _ <"$src/.build/results/$k.totals"
-	else
-		gp=0 gf=1 gs=0
-	fi
-	rows+=("$k $gp $gf $gs")
+	rows+=("$(guest_row "$k" "$here/run-guest.sh" "$k")")
 done
 
-# The debug kernel run (make check-debug, issue 8) joins whenever that kernel
+# The debug kernel run (make check-debug) joins whenever that kernel
 # is already cached: building it cold takes longer than this whole check.
 # CHECK_DEBUG=0 leaves it out, CHECK_DEBUG=1 builds the kernel if needed.
 if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ] && { [ "${CHECK_DEBUG:-auto}" = 1 ] ||
@@ -148,11 +115,13 @@ if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ] && { [ "${CHECK_DEBUG
 	step "debug kernel (KASAN, lockdep, kmemleak)"
 	out=$(mktemp)
 	MAKE="$MAKE" "$here/../debug/check-debug.sh" | tee "$out"
-	if read -r dp _ df _ < <(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1 | tr -d ,); then
-		rows+=("6.1-debug $dp $df 0")
-	else
-		rows+=("6.1-debug 0 1 0")
-	fi
+	rc=${PIPESTATUS[0]}
+	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1 | tr -d ,)
+	dp=0 df=1 ds=0
+	[ -z "$last" ] || read -r dp _ df _ ds _ <<<"$last"
+	ds=${ds:-0}
+	[ "$rc" -eq 0 ] || [ "$df" -gt 0 ] || df=1
+	rows+=("6.1-debug $dp $df $ds")
 	rm -f "$out"
 fi
 
