@@ -7,6 +7,7 @@
 #   make modules-all               build for every supported kernel in .build/<kver>/, -Werror
 #   make tests-build               build the userspace tests into .build/tests/
 #   make check [SUITES=...] [KERNELS=...]   everything, in QEMU guests (see README.md)
+#   make soak [SOAK_ROUNDS=5]      the guest suites N times per kernel, fresh seeds
 #   make demo                      boot a 6.1 guest and show loopfs at work
 #   make deps                      apt-get install what all of the above needs
 #   make dkms-install | dkms-remove
@@ -25,7 +26,7 @@ VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' d
 # Files a DKMS source tree needs (everything kbuild reads plus this Makefile).
 MODULE_SRCS = Kbuild $(wildcard *.c *.h)
 
-.PHONY: all modules modules-all tests-build tools-build deps check demo lint clean \
+.PHONY: all modules modules-all tests-build tools-build deps check soak demo lint clean \
 	dkms-install dkms-remove
 
 all: modules
@@ -97,6 +98,10 @@ deps:
 
 check:
 	@MAKE="$(MAKE)" $(HARNESS)/check.sh
+
+# The guest suites SOAK_ROUNDS times (default 5) per kernel with fresh seeds.
+soak:
+	@MAKE="$(MAKE)" $(HARNESS)/soak.sh
 
 demo:
 	@MAKE="$(MAKE)" $(HARNESS)/demo.sh
