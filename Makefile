@@ -61,9 +61,6 @@ SELFTEST_BINS = $(patsubst tests/selftests/%.c,$(BUILD)/tests/selftests/%,$(SELF
 SELFTEST_CFLAGS = -O2 -Wall -Werror -D_GNU_SOURCE -I$(KSELFTEST) -Itests/selftests -pthread
 SELFTEST_LDLIBS = -pthread
 
-# The tests helper may add flags or libraries here (e.g. SELFTEST_LDLIBS += -lseccomp).
--include tests/selftests/selftests.mk
-
 # Helper programs of the shell suites in tests/security/ (not suites themselves).
 SECURITY_SRCS = $(wildcard tests/security/*.c)
 SECURITY_BINS = $(patsubst tests/security/%.c,$(BUILD)/tests/security/%,$(SECURITY_SRCS))
@@ -141,6 +138,6 @@ clean:
 		.tmp_versions .cache.mk .module-common.o *.dwo .checkpatch-camelcase.git.
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools clean; fi
 
-# The bench helper adds 'make bench' here, the hardening helper 'make check-debug'.
+# 'make bench' and 'make check-debug' have their own makefiles.
 -include bench/bench.mk
 -include tests/debug/debug.mk

@@ -1,4 +1,4 @@
-# loopfs benchmark (issue 6), included by the top Makefile.
+# loopfs benchmark, included by the top Makefile.
 #   make bench        full run on both kernels -> .build/bench/results-<kver>.{md,png}
 #   make bench-smoke  one tiny round on both kernels (make check runs bench/smoke.sh instead)
 #   make bench-build  the loop-control helper the guests use

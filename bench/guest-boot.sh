@@ -1,7 +1,7 @@
 #!/bin/bash
 # Boot a QEMU guest of one Debian kernel with the host's root shared read-only
-# over 9p and run one command inside it (minimal stand-in for the harness's
-# guest boot, see /work/notes/bench-needs.md).
+# over 9p and run one command inside it (a minimal guest boot of its own for
+# the benchmark).
 #
 #   bench/guest-boot.sh -k KVER -o OUTDIR [-d DISK.img] [-t SECONDS] -- CMD...
 #

@@ -8,7 +8,7 @@
 # RUNDIR/results-<kernel>.md; the chart goes next to it as .png.
 # Medians over the rounds; noise: see summary().
 # Nothing here passes or fails on a number: the goal column only says
-# where loopfs stands against the goals of issue 6.
+# where loopfs stands against the performance goals (see rows()).
 set -euo pipefail
 
 run=${1:?usage: report.sh RUNDIR [REPORT.md]}
@@ -68,7 +68,7 @@ summary() {
 
 # rows: summary() lines -> Markdown table rows on stdout and the chart's
 # data file; one awk for all of it (every fork costs in a TCG guest).
-# Goals of issue 6: loopfs >= 1.0x stock everywhere, >= 2x / 1.3x for 4k
+# Performance goals: loopfs >= 1.0x stock everywhere, >= 2x / 1.3x for 4k
 # random read at QD1 / QD32 from tmpfs, >= 0.85x raw for 1M sequential read.
 rows() {
 	awk -v dat="$dat" '

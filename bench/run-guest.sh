@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest side of the loopfs benchmark (issue 6). Runs as root inside a guest
+# Guest side of the loopfs benchmark. Runs as root inside a guest
 # of one kernel; writes raw measurements to OUTDIR:
 #   data.csv  backing,workload,target,round,value,unit   (fio, one line per run)
 #   ctl.csv   target,state,devices,instances,round,per_s,median_us,p25_us,p75_us

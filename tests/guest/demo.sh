@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest side of `make demo` (runs as PID 1 after switch_root, see
-# tests/harness/guest-init): the article's scenario, commands echoed.  A
+# tests/harness/guest-init): a container's view of loopfs, commands echoed.  A
 # container-like mount namespace with its own /dev gets a private loopfs
 # instance, points /dev/loop-control at it and uses plain util-linux tools;
 # the stock loop devices of the "host" stay untouched.

@@ -88,7 +88,7 @@ wait_gone() {
 }
 
 # Replace /dev (in this private mount namespace) by a tmpfs holding null,
-# zero, urandom, a loopfs instance on /dev/loopfs and the article's symlinks:
+# zero, urandom, a loopfs instance on /dev/loopfs and a container's symlinks:
 # /dev/loop-control and /dev/loop0..15 point into the instance. The host
 # devtmpfs stays reachable at /run/realdev.
 setup_private_dev_with_instance() {

@@ -1,7 +1,7 @@
 #!/bin/bash
 # util-linux losetup, unchanged, driving a loopfs instance: /dev is a private
-# tmpfs whose loop-control and loop<N> are symlinks into the instance (as in
-# the article), and /dev/loopfs<ID>-<N> point at the host devtmpfs nodes that
+# tmpfs whose loop-control and loop<N> are symlinks into the instance (as a
+# container manager sets it up), and /dev/loopfs<ID>-<N> point at the host devtmpfs nodes that
 # losetup's listing code derives from sysfs names.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"

@@ -1,6 +1,6 @@
 #!/bin/bash
 # loopfs-timeout: 300
-# tools/detached-example (issue 5): a detached loopfs instance (fsopen/
+# tools/detached-example: a detached loopfs instance (fsopen/
 # fsconfig/fsmount, never attached), a device bound to an ext4 image and
 # mounted detached through /proc/self/fd/N; whether the program exits,
 # crashes or is killed, nothing is left behind.

@@ -1,7 +1,7 @@
 #!/bin/bash
 # loopfs-timeout: 900
 # tools/loopfs-run: unprivileged `mount -o loop` in a user-namespace container
-# through the seccomp mount supervisor (issue 7).  Runs as root in a guest;
+# through the seccomp mount supervisor.  Runs as root in a guest;
 # the container's root is the unprivileged host uid $LOOPFS_UNPRIV_UID.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
