@@ -1,5 +1,5 @@
 #!/bin/bash
-# Turn one guest run of bench/run-guest.sh into a Markdown report and a PNG
+# Turn one guest run of bench/guest-bench.sh into a Markdown report and a PNG
 # bar chart, and print the report.
 #
 #   bench/report.sh RUNDIR [REPORT.md]

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Suite (Guest contract, TAP): one tiny round of the benchmark so that it
-# never rots. Runs bench/run-guest.sh --smoke and bench/report.sh in this
+# never rots. Runs bench/guest-bench.sh --smoke and bench/report.sh in this
 # guest and checks that every case produced a number, that the loop devices
 # were set up the way the benchmark claims, that the report renders and that
 # nothing is left behind. Never judges a measured value.
@@ -40,7 +40,7 @@ stock_before=$(find /sys/block -maxdepth 1 -name 'loop[0-9]*' | wc -l)
 bound_before=$(losetup -a | wc -l)
 loopfs_before=$(find /sys/block -maxdepth 1 -name 'loopfs*' | wc -l)
 
-"$src/bench/run-guest.sh" --smoke "$scratch/run" > "$scratch/run.log" 2>&1
+"$src/bench/guest-bench.sh" --smoke "$scratch/run" > "$scratch/run.log" 2>&1
 ok $? "benchmark smoke run completes" "$(tail -n 20 "$scratch/run.log")"
 
 data=$scratch/run/data.csv meta=$scratch/run/meta.txt ctl=$scratch/run/ctl.csv

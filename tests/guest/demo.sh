@@ -1,12 +1,11 @@
 #!/bin/bash
-# Guest side of `make demo` (runs as PID 1 after switch_root, see
-# tests/harness/guest-init): a container's view of loopfs, commands echoed.  A
+# Guest side of `make demo` (run by tests/guest/run-command.sh): a
+# container's view of loopfs, commands echoed.  A
 # container-like mount namespace with its own /dev gets a private loopfs
 # instance, points /dev/loop-control at it and uses plain util-linux tools;
 # the stock loop devices of the "host" stay untouched.
 set -uo pipefail
 
-R=${LOOPFS_RESULTS:?}
 export PS4='$ '
 
 scenario() {
@@ -67,6 +66,4 @@ if [ "$status" -eq 0 ]; then
 else
 	echo "=== loopfs demo: FAILED (status $status)"
 fi
-echo "$status" >"$R/demo.status"
-sync
-busybox poweroff -f
+exit "$status"

@@ -11,6 +11,7 @@ set -uo pipefail
 
 R=${LOOPFS_RESULTS:?}
 HARNESS=$LOOPFS_SRC/tests/harness
+. "$LOOPFS_SRC/tests/guest/common.sh"
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
 SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-1}
 export LOOPFS_UNPRIV_UID=${LOOPFS_UNPRIV_UID:-1000}
@@ -23,9 +24,7 @@ say() { echo "loopfs-runner: $*"; }
 finish() {
 	echo "$total_pass $total_fail $total_skip $klog_fail" >"$R/summary"
 	say "done: $total_pass passed, $total_fail failed, $total_skip skipped"
-	sync
-	busybox poweroff -f
-	sleep 60
+	power_off
 }
 
 # dmesg lines after the first $1 ones
@@ -52,18 +51,6 @@ suite_timeout() {
 	local t
 	t=$(head -n 20 "$1" 2>/dev/null | grep -a -m1 -oE 'loopfs-timeout: *[0-9]+' | grep -oE '[0-9]+')
 	echo $((${t:-$SUITE_TIMEOUT} * SUITE_TIMEOUT_SCALE))
-}
-
-# Block in getrandom() (via /dev/random) until the CRNG is seeded, then give
-# the switch of its static key time to finish: the key is patched with int3
-# text poking, which QEMU's TCG does not reliably handle while another vCPU
-# runs the patched code (a guest died of an Oops at urandom_read_iter that
-# way).  With random.trust_cpu=on and virtio-rng this is normally over
-# during boot; the wait makes sure of it.
-wait_for_crng() {
-	modprobe -q virtio_rng 2>/dev/null
-	timeout 60 head -c 1 /dev/random >/dev/null || return 1
-	sleep 1
 }
 
 run_suite() {

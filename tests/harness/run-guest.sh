@@ -1,43 +1,54 @@
 #!/bin/bash
-# run-guest.sh [--demo] KVER [SUITE...]
+# run-guest.sh KVER [SUITE...]
+# run-guest.sh --run KVER COMMAND [ARG...]
+# run-guest.sh --demo KVER
 #
 # Boot /boot/vmlinuz-KVER in QEMU with the host's root shared read-only over
-# 9p, load loop + .build/KVER/loopfs.ko in the guest and run the suites (or,
-# with --demo, tests/guest/demo.sh).  Prints one line per suite and the
-# guest's totals; writes "passed failed skipped seconds" to
-# .build/results/RUN.totals (RUN is $GUEST_RUN_NAME, default KVER), the
-# suites' results to .build/results/RUN/ and the console to RUN.serial.log.
-# Exit status 0 only if everything passed and the kernel log is clean.
+# 9p, load loop + .build/KVER/loopfs.ko in the guest and run the suites.
+# With --run, run one COMMAND (a path the guest sees, e.g. in the repo) as
+# root instead, its output shown live from the console; the exit status is
+# COMMAND's (or a failure when the guest panicked, hung or logged a kernel
+# problem).  --demo is --run with tests/guest/demo.sh.  GUEST_DISK attaches
+# a raw image as the guest's first virtio disk.
+#
+# Prints one line per suite and the guest's totals; writes "passed failed
+# skipped seconds" to .build/results/NAME.totals (NAME is $GUEST_RUN_NAME,
+# default KVER), the suites' results (or the command's out.log,
+# command.status, dmesg.txt) to .build/results/NAME/ and the console to
+# NAME.serial.log.  Exit status 0 only if everything passed and the kernel
+# log is clean.
 #
 # Environment: SUITES (default: every suite, see list_suites),
 # GUEST_RUN_NAME, LOOPFS_QUICK, SUITE_TIMEOUT (per suite, default 300 s; a
 # suite may ask for more with a "# loopfs-timeout: N" line),
-# SUITE_TIMEOUT_SCALE (multiplies every suite timeout, default 1), GUEST_TIMEOUT (whole boot; default: the sum of the
-# suite timeouts plus 300 s, at most 2400 s), GUEST_MEM (MiB, default 2048),
+# SUITE_TIMEOUT_SCALE (multiplies every suite timeout, default 1),
+# GUEST_TIMEOUT (whole boot; default: the sum of the suite timeouts plus
+# 300 s, at most 2400 s), GUEST_MEM (MiB, default 2048), GUEST_DISK,
 # GUEST_ACCEL (tcg|kvm|auto, default auto), GUEST_CMDLINE_EXTRA (appended to
 # the kernel command line), GUEST_KERNEL (kernel image, default
 # /boot/vmlinuz-KVER), GUEST_MODDIR (a directory holding KVER/modules.dep...
 # to use instead of /lib/modules, for kernels built elsewhere; it is mounted
-# on the guest's /lib/modules).  LOOPFS_FUZZ_* variables are passed on.
+# on the guest's /lib/modules).  LOOPFS_FUZZ_* and BENCH_* variables are
+# passed on.
 set -euo pipefail
 
-demo=0
-if [ "${1:-}" = --demo ]; then
-	demo=1
-	shift
-fi
-kver=${1:?usage: run-guest.sh [--demo] KVER [SUITE...]}
+run=0
+case ${1:-} in
+--run) run=1; shift ;;
+--demo) run=1; shift; set -- "${1:-}" tests/guest/demo.sh ;;
+esac
+kver=${1:?usage: run-guest.sh [--run|--demo] KVER [SUITE...|COMMAND...]}
 shift
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$src/.build
-run=${GUEST_RUN_NAME:-$kver}
-res=$build/results/$run
+name=${GUEST_RUN_NAME:-$kver}
+res=$build/results/$name
 ko=$build/$kver/loopfs.ko
 kernel=${GUEST_KERNEL:-/boot/vmlinuz-$kver}
 initrd=$build/initramfs/$kver.cpio
-log=$build/results/$run.serial.log
+log=$build/results/$name.serial.log
 
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
 SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-1}
@@ -47,14 +58,14 @@ die() { echo "run-guest: $*" >&2; exit 1; }
 
 # One guest per kernel and tree at a time: they share the results directory.
 mkdir -p "$build/results"
-exec 9>"$build/results/$run.lock"
+exec 9>"$build/results/$name.lock"
 if ! flock -n 9; then
-	echo "run-guest: another $run guest runs from this tree; waiting for it"
+	echo "run-guest: another $name guest runs from this tree; waiting for it"
 	flock 9
 fi
 # The totals file is written last, by this run: a run that stops early
 # must not leave the previous run's totals to be read as its own.
-rm -f "$build/results/$run.totals"
+rm -f "$build/results/$name.totals"
 
 [ -r "$kernel" ] || die "no kernel $kernel"
 [ -f "$ko" ] || die "no module $ko (run 'make modules-all')"
@@ -105,9 +116,14 @@ list_default_suites() {
 }
 
 suite_problems=()
-if [ "$demo" -eq 1 ]; then
+if [ "$run" -eq 1 ]; then
+	[ $# -gt 0 ] || die "--run needs a command"
 	suites=""
-	cmd=$src/tests/guest/demo.sh
+	cmd=$src/tests/guest/run-command.sh
+	# A relative COMMAND is a path in the repository.
+	[ "${1#/}" != "$1" ] || [ ! -e "$src/$1" ] || set -- "$src/$1" "${@:2}"
+	command=$(printf '%q ' "$@")
+	command=${command% }
 else
 	# SUITES words are globbed relative to the repo by list_suites, not here.
 	set -f
@@ -144,7 +160,8 @@ mkdir -p "$res"
 	printf 'export SUITE_TIMEOUT_SCALE=%q\n' "$SUITE_TIMEOUT_SCALE"
 	printf 'export SUITES=%q\n' "$(echo $suites)"
 	[ -z "${GUEST_MODDIR:-}" ] || printf 'GUEST_MODDIR=1\n'
-	for v in ${!LOOPFS_FUZZ_@}; do
+	[ "$run" -eq 0 ] || printf 'export GUEST_RUN=%q\n' "$command"
+	for v in ${!LOOPFS_FUZZ_@} ${!BENCH_@}; do
 		printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf 'GUEST_CMD=%q\n' "$cmd"
@@ -196,6 +213,9 @@ qemu=(qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$GUEST_MEM"
 	-virtfs "local,path=$src,mount_tag=repo,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$res,mount_tag=results,security_model=none"
 )
+if [ -n "${GUEST_DISK:-}" ]; then
+	qemu+=(-drive "file=$GUEST_DISK,if=virtio,format=raw,cache=none,aio=threads")
+fi
 if [ -n "${GUEST_MODDIR:-}" ]; then
 	qemu+=(-virtfs "local,path=$GUEST_MODDIR,mount_tag=moddir,security_model=none,readonly=on,multidevs=remap")
 fi
@@ -203,19 +223,19 @@ fi
 echo "run-guest: booting $kver ($accel, timeout ${GUEST_TIMEOUT}s), serial log $log"
 start=$(date +%s)
 rc=0
-if [ "$demo" -eq 1 ]; then
-	# Show the guest console live (from the demo's own output on).
+if [ "$run" -eq 1 ]; then
+	# Show the guest console live (from the command's own output on).
 	timeout --foreground -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null &
 	qpid=$!
 	while [ ! -e "$log" ] && kill -0 "$qpid" 2>/dev/null; do sleep 0.2; done
-	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -u -n '/^=== loopfs demo/,$p' || true
+	tail -n +1 -F --pid="$qpid" "$log" 2>/dev/null | sed -u -n '/^run-command: start/,$p' || true
 	wait "$qpid" || rc=$?
 else
 	timeout --foreground -k 5 "$GUEST_TIMEOUT" "${qemu[@]}" </dev/null || rc=$?
 fi
 secs=$(($(date +%s) - start))
 
-# Per-suite lines (the demo writes none).
+# Per-suite lines (--run writes none).
 for r in "$res"/*.result; do
 	[ -e "$r" ] || continue
 	t=${r##*/}
@@ -256,12 +276,12 @@ else
 			echo "----"
 		fi
 	fi
-	[ "$demo" -eq 1 ] && where="during the demo"
+	[ "$run" -eq 1 ] && where="during $command"
 	if [ -n "$panic" ]; then
 		problems+=("guest kernel panicked $where: ${panic#*\] }")
-	elif [ "$demo" -eq 1 ] && [ -s "$res/demo.status" ] && [ "$rc" -eq 0 ]; then
-		read -r demo_rc <"$res/demo.status"
-		[ "$demo_rc" -eq 0 ] || problems+=("demo script failed (status $demo_rc)")
+	elif [ "$run" -eq 1 ] && [ -s "$res/command.status" ] && [ "$rc" -eq 0 ]; then
+		read -r command_rc <"$res/command.status"
+		[ "$command_rc" -eq 0 ] || problems+=("$command exited with status $command_rc")
 	elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
 		problems+=("guest hung: killed after the ${GUEST_TIMEOUT}s timeout $where")
 	else
@@ -270,7 +290,7 @@ else
 fi
 
 # Every selected suite must have reported, whatever happened to the guest.
-if [ "$demo" -eq 0 ]; then
+if [ "$run" -eq 0 ]; then
 	reported=$(cat "$res"/*.result 2>/dev/null | cut -d' ' -f5 || true)
 	missing=0
 	for f in $suites; do
@@ -301,13 +321,13 @@ if [ ${#problems[@]} -gt 0 ]; then
 	fi
 fi
 
-if [ "$demo" -eq 1 ]; then
-	[ "$fail" -eq 0 ] && echo "demo passed (${secs}s)" || echo "demo FAILED"
+if [ "$run" -eq 1 ]; then
+	[ "$fail" -eq 0 ] && echo "run-guest: $command passed (${secs}s)" || echo "run-guest: $command FAILED"
 	[ "$fail" -eq 0 ]
 	exit
 fi
 
-echo "$pass $fail $skip $secs" >"$build/results/$run.totals"
+echo "$pass $fail $skip $secs" >"$build/results/$name.totals"
 boot=$(grep -m1 -oE 'loopfs-runner: start at [0-9.]+s' "$log" 2>/dev/null | grep -oE '[0-9.]+s$' || true)
 printf '%s: %d passed, %d failed, %d skipped (%ds wall, guest userland up at %s)\n' \
 	"$kver" "$pass" "$fail" "$skip" "$secs" "${boot:-?}"

@@ -5,7 +5,7 @@
 #   ctl.csv   target,state,devices,instances,round,per_s,median_us,p25_us,p75_us
 #   meta.txt  key=value facts about the run (kernel, sizes, dio state, ...)
 #
-#   bench/run-guest.sh [--smoke] OUTDIR
+#   bench/guest-bench.sh [--smoke] OUTDIR
 #
 # Targets, interleaved inside every round (the order rotates per round):
 #   stock   /dev/loopN of the in-tree loop module
@@ -23,7 +23,7 @@ set -euo pipefail
 
 smoke=
 if [ "${1:-}" = --smoke ]; then smoke=1; shift; fi
-out=${1:?usage: run-guest.sh [--smoke] OUTDIR}
+out=${1:?usage: guest-bench.sh [--smoke] OUTDIR}
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
