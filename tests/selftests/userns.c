@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loopfs in user namespaces (issue 4): mounting as the root of an
+ * loopfs in user namespaces: mounting as the root of an
  * unprivileged user namespace, ownership of the nodes, ns_capable() checks,
  * isolation from foreign devices, the hierarchical per-user limit
  * /proc/sys/user/max_loop_devices and the per-instance max= mount option.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loopfs concurrency stress (issue 5). For a bounded time, worker processes
+ * loopfs concurrency stress. For a bounded time, worker processes
  * hammer a few shared instances and private ones at once:
  *   ctl      GET_FREE / ADD / ADD(-1) / REMOVE / unlink on shared instances
  *   bind     open a shared device, LOOP_CONFIGURE it on a private file,
