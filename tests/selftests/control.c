@@ -189,8 +189,10 @@ TEST_F(ctl, remove_open_unbound_device_fails_ebusy_until_closed)
 	dev = lfs_open_dev(self->dir, 0, O_RDONLY);
 	ASSERT_LE(0, dev);
 	ASSERT_EQ(-EBUSY, R(ioctl(self->ctl, LOOP_CTL_REMOVE, 0)));
+	ASSERT_TRUE(path_exists("%s/loop0", self->dir));
 	close(dev);
 	ASSERT_EQ(0, R(ioctl(self->ctl, LOOP_CTL_REMOVE, 0)));
+	ASSERT_FALSE(path_exists("%s/loop0", self->dir));
 }
 
 TEST_F(ctl, remove_then_add_reuses_the_index)
