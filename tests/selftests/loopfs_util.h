@@ -309,7 +309,7 @@ static inline long long kmsg_mark(void)
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	unsigned long long seq, next = 0;
 	const char *text = NULL;
-	char rec[8192];
+	char rec[8192 + 1];	/* a whole record fits, plus a NUL */
 	int r;
 
 	if (fd < 0)
@@ -331,7 +331,7 @@ static inline int kmsg_find_line(long long mark, const char *needle, int whole,
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	unsigned long long seq;
 	const char *text = NULL;
-	char rec[8192];
+	char rec[8192 + 1];	/* a whole record fits, plus a NUL */
 	int r, found = 0;
 
 	if (fd < 0)
