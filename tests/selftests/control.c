@@ -189,8 +189,10 @@ TEST_F(ctl, remove_open_unbound_device_fails_ebusy_until_closed)
 	dev = lfs_open_dev(self->dir, 0, O_RDONLY);
 	ASSERT_LE(0, dev);
 	ASSERT_EQ(-EBUSY, R(ioctl(self->ctl, LOOP_CTL_REMOVE, 0)));
+	ASSERT_TRUE(path_exists("%s/loop0", self->dir));
 	close(dev);
 	ASSERT_EQ(0, R(ioctl(self->ctl, LOOP_CTL_REMOVE, 0)));
+	ASSERT_FALSE(path_exists("%s/loop0", self->dir));
 }
 
 TEST_F(ctl, remove_then_add_reuses_the_index)
@@ -279,11 +281,36 @@ TEST_F(ctl, control_fd_stays_scoped_to_its_instance)
 	close(octl);
 }
 
+/*
+ * loop-control is a character device outside the block major, not known to
+ * the block layer, and like the stock /dev/loop-control it has no read (or
+ * write) method: EINVAL from both drivers.
+ */
 TEST_F(ctl, loop_control_is_not_a_block_device_and_rejects_read)
 {
-	char buf[16];
+	struct stat st;
+	char buf[16], p[PATH_MAX];
+	uint64_t sz;
+	int sctl;
 
+	ASSERT_EQ(0, fstat(self->ctl, &st));
+	ASSERT_TRUE(S_ISCHR(st.st_mode));
+	ASSERT_FALSE(S_ISBLK(st.st_mode));
+	ASSERT_NE(loopfs_block_major(), (int)major(st.st_rdev));
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+	ASSERT_FALSE(path_exists("%s", p));
+
+	sctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, sctl);
+	/* A block ioctl is just an unknown request to both. */
+	ASSERT_EQ(-ENOSYS, R(ioctl(sctl, BLKGETSIZE64, &sz)));
+	ASSERT_EQ(-ENOSYS, R(ioctl(self->ctl, BLKGETSIZE64, &sz)));
+	ASSERT_EQ(-EINVAL, R(read(sctl, buf, sizeof(buf))));
 	ASSERT_EQ(-EINVAL, R(read(self->ctl, buf, sizeof(buf))));
+	ASSERT_EQ(-EINVAL, R(write(sctl, buf, sizeof(buf))));
+	ASSERT_EQ(-EINVAL, R(write(self->ctl, buf, sizeof(buf))));
+	close(sctl);
 }
 
 TEST_HARNESS_MAIN

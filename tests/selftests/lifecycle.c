@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Lifecycle of loopfs instances and devices (issue 5): unlink and rename
+ * Lifecycle of loopfs instances and devices: unlink and rename
  * rules, teardown with unbound / bound / open devices, detached instances
  * made with fsopen/fsconfig/fsmount, SIGKILL of their owner, and module
  * unload. The unload test is the last one and reloads $LOOPFS_KO; an atexit

@@ -268,35 +268,90 @@ static inline char *scratch_dir(char *buf, size_t len, const char *prefix)
 	return mkdtemp(buf);
 }
 
-/* Position a /dev/kmsg reader at the end of the log. */
-static inline int kmsg_open_end(void)
-{
-	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+/*
+ * Kernel log checks. kmsg_mark() returns the sequence number the next
+ * record will get; kmsg_find() then reads the whole log again and looks only
+ * at the records from that mark on, so any number of checks made after the
+ * same mark all see every line logged since it.
+ */
 
-	if (fd >= 0)
-		lseek(fd, 0, SEEK_END);
-	return fd;
-}
-
-/* Does any record logged since kmsg_open_end() contain @needle? */
-static inline int kmsg_contains(int fd, const char *needle)
+/* Next record's text and sequence number; 0 at the end, -errno on error. */
+static inline int kmsg_next(int fd, char *rec, size_t len, unsigned long long *seq,
+			    const char **text)
 {
-	char rec[8192];
 	ssize_t n;
-	int found = 0;
+	char *semi, *nl;
 
 	for (;;) {
-		n = read(fd, rec, sizeof(rec) - 1);
-		if (n < 0) {
-			if (errno == EPIPE)
-				continue;
+		n = read(fd, rec, len - 1);
+		if (n >= 0)
 			break;
-		}
-		rec[n] = 0;
-		if (strstr(rec, needle))
-			found = 1;
+		/* EPIPE: records were overwritten under us, go on with the next. */
+		if (errno == EPIPE)
+			continue;
+		return errno == EAGAIN ? 0 : -errno;
 	}
-	return found;
+	rec[n] = 0;
+	semi = strchr(rec, ';');
+	if (!semi || sscanf(rec, "%*u,%llu,", seq) != 1)
+		return -EBADMSG;
+	/* The text ends at the first newline; dictionary lines follow it. */
+	nl = strchr(semi + 1, '\n');
+	if (nl)
+		*nl = 0;
+	*text = semi + 1;
+	return 1;
+}
+
+/* Sequence number of the next kernel log record, or -errno. */
+static inline long long kmsg_mark(void)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	unsigned long long seq, next = 0;
+	const char *text = NULL;
+	char rec[8192 + 1];	/* a whole record fits, plus a NUL */
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	while ((r = kmsg_next(fd, rec, sizeof(rec), &seq, &text)) > 0)
+		next = seq + 1;
+	close(fd);
+	return r < 0 ? r : (long long)next;
+}
+
+/*
+ * 1 if a record logged at or after @mark has the text @needle (exactly, when
+ * @whole, else as a substring), 0 if none has, -errno if the log could not be
+ * read. With @line, the first matching text is copied there (@len bytes).
+ */
+static inline int kmsg_find_line(long long mark, const char *needle, int whole,
+				 char *line, size_t len)
+{
+	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	unsigned long long seq;
+	const char *text = NULL;
+	char rec[8192 + 1];	/* a whole record fits, plus a NUL */
+	int r, found = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((r = kmsg_next(fd, rec, sizeof(rec), &seq, &text)) > 0) {
+		if ((long long)seq < mark || found)
+			continue;
+		if (whole ? !strcmp(text, needle) : !!strstr(text, needle)) {
+			found = 1;
+			if (line)
+				snprintf(line, len, "%s", text);
+		}
+	}
+	close(fd);
+	return r < 0 ? r : found;
+}
+
+static inline int kmsg_find(long long mark, const char *needle, int whole)
+{
+	return kmsg_find_line(mark, needle, whole, NULL, 0);
 }
 
 static inline int run_cmd(const char *fmt, ...)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The real losetup inside an unprivileged user namespace (issue 4): the
+# The real losetup inside an unprivileged user namespace: the
 # unprivileged uid runs `unshare -Urm`, mounts a loopfs instance on a private
 # /dev, and uses losetup on a file it owns; the host root's instance stays
 # out of its reach.
@@ -66,12 +66,28 @@ detach() {
 	losetup -d /dev/loop0
 	if losetup /dev/loop0 >/dev/null 2>&1; then return 1; fi
 }
-host_instance_denied() {
-	if head -c 512 "$w/host/loop0" >/dev/null 2>&1; then
-		echo "read the host instance's loop0"; return 1
+# Opening a node of the host root's instance must fail with EACCES: the
+# nodes exist and are visible (so ENOENT, from a wrong path, is a failure
+# too), but they are 0600 root and the namespace root has no capability
+# over the host's uid 0.
+open_fails_eacces() {
+	local node=$1 mode=$2 out
+	if out=$( { eval "exec 3$mode\"\$node\""; } 2>&1); then
+		echo "opened $node ($mode)"; return 1
 	fi
-	if [ -w "$w/host/loop-control" ]; then return 1; fi
-	return 0
+	case $out in
+	*"$node: Permission denied") return 0 ;;
+	esac
+	echo "open $node ($mode) failed otherwise: $out"; return 1
+}
+export -f open_fails_eacces
+host_instance_denied() {
+	[ -b "$w/host/loop0" ] || { echo "no block node $w/host/loop0"; return 1; }
+	[ -c "$w/host/loop-control" ] || { echo "no char node $w/host/loop-control"; return 1; }
+	open_fails_eacces "$w/host/loop0" "<"
+	open_fails_eacces "$w/host/loop0" "<>"
+	open_fails_eacces "$w/host/loop-control" "<>"
+	open_fails_eacces "$w/host/loop-control" "<"
 }
 step private_dev private_dev
 step losetup_f losetup_f

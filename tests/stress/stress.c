@@ -1,22 +1,27 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loopfs concurrency stress (issue 5). For a bounded time, worker processes
+ * loopfs concurrency stress. For a bounded time, worker processes
  * hammer a few shared instances and private ones at once:
  *   ctl      GET_FREE / ADD / ADD(-1) / REMOVE / unlink on shared instances
  *   bind     open a shared device, LOOP_CONFIGURE it on a private file,
- *            write + read back + verify, LOOP_CLR_FD or autoclear-close
+ *            write + fsync + read back through the driver (O_DIRECT, or
+ *            after BLKFLSBUF and POSIX_FADV_DONTNEED) + verify, LOOP_CLR_FD
+ *            or autoclear-close, then verify the backing file itself
  *   open     open / BLKGETSIZE64 / close of random shared devices
  *   churn    private instances: mount, bind, keep the fd, umount (plain or
  *            lazy) under it, I/O on the orphan, close; detached instances
  *            via fsopen/fsmount dropped with devices bound
  *   remount  replaces the shared instances (lazy umount + mount) and
  *            changes their max= cap underneath everybody
- * Every call must succeed or fail with an errno documented for it. At the
- * end no loopfs disk may remain, every per-user charge must be back, the
+ * Every call must succeed or fail with an errno documented for it, and every
+ * worker must exit with status 0 (a crash or an OOM kill is a failure). At
+ * the end no loopfs disk may remain, every per-user charge must be back, the
  * module refcount must be zero and rmmod must succeed (then it is reloaded).
  *
  * Prints TAP; `# ops:` diagnostics give the operation counts reached.
  * Usage: stress [seconds] (default 60, or 20 with LOOPFS_QUICK=1).
+ * STRESS_KILL_WORKER=<name> (e.g. bind0) SIGKILLs that worker half-way: the
+ * run must then fail, which checks that a dead worker is noticed.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -69,6 +74,7 @@ struct shared {
 	long err[OP_MAX];
 	long unexpected;
 	long data_errors;
+	long file_errors;
 	char diag[16][160];
 };
 
@@ -193,28 +199,102 @@ static void worker_ctl(unsigned int seed)
 	}
 }
 
-/* Write a pattern at a random block, read it back through the device. */
-static void io_check(int dev, unsigned int *seed, enum op op)
-{
-	unsigned char w[4096], r[4096];
-	off_t off = (off_t)(rand_r(seed) % (FILE_SIZE / 4096)) * 4096;
+/* Blocks written through a device since it was bound, for the file check. */
+struct written {
+	int n;
+	off_t off[16];
+	unsigned int seed[16];
+};
 
-	pattern(w, sizeof(w), rand_r(seed));
+static void written_add(struct written *wr, off_t off, unsigned int seed)
+{
+	int i;
+
+	for (i = 0; i < wr->n && wr->off[i] != off; i++)
+		;
+	if (i == wr->n) {
+		if (wr->n == 16)
+			return;
+		wr->n++;
+	}
+	wr->off[i] = off;
+	wr->seed[i] = seed;
+}
+
+/*
+ * Read @len bytes at @off through the driver, not from the page cache:
+ * with O_DIRECT on the same open file, or after dropping the (clean, just
+ * fsynced) cached pages with BLKFLSBUF and POSIX_FADV_DONTNEED.
+ */
+static int read_through_driver(int dev, void *buf, size_t len, off_t off,
+			       unsigned int *seed, enum op op)
+{
+	int fl = fcntl(dev, F_GETFL), r;
+
+	if (rand_r(seed) % 2) {
+		if (account(op, fcntl(dev, F_SETFL, fl | O_DIRECT), "F_SETFL O_DIRECT", 0))
+			return -1;
+		r = account(op, pread(dev, buf, len, off) == (ssize_t)len ? 0 : -1,
+			    "pread O_DIRECT", 0);
+		fcntl(dev, F_SETFL, fl);
+		return r;
+	}
+	if (account(op, ioctl(dev, BLKFLSBUF, 0), "BLKFLSBUF", 0))
+		return -1;
+	errno = posix_fadvise(dev, off, len, POSIX_FADV_DONTNEED);
+	if (account(op, errno ? -1 : 0, "fadvise DONTNEED", 0))
+		return -1;
+	return account(op, pread(dev, buf, len, off) == (ssize_t)len ? 0 : -1,
+		       "pread", 0);
+}
+
+/*
+ * Write a pattern at a random block, fsync, read it back through the
+ * driver and compare; remember it in @wr for the backing file check.
+ */
+static void io_check(int dev, unsigned int *seed, enum op op,
+		     struct written *wr)
+{
+	static unsigned char w[4096] __attribute__((aligned(4096)));
+	static unsigned char r[4096] __attribute__((aligned(4096)));
+	off_t off = (off_t)(rand_r(seed) % (FILE_SIZE / 4096)) * 4096;
+	unsigned int pseed = rand_r(seed);
+
+	pattern(w, sizeof(w), pseed);
 	if (account(op, pwrite(dev, w, sizeof(w), off) == sizeof(w) ? 0 : -1,
 		    "pwrite", 0))
 		return;
-	if (rand_r(seed) % 4 == 0)
-		account(op, fsync(dev), "fsync", 0);
-	if (account(op, pread(dev, r, sizeof(r), off) == sizeof(r) ? 0 : -1,
-		    "pread", 0))
+	written_add(wr, off, pseed);
+	if (account(op, fsync(dev), "fsync", 0))
+		return;
+	memset(r, 0, sizeof(r));
+	if (read_through_driver(dev, r, sizeof(r), off, seed, op))
 		return;
 	if (memcmp(w, r, sizeof(w)))
 		__atomic_fetch_add(&sh->data_errors, 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * After the device let go of the file (cleared, or its last opener closed
+ * it with every write fsynced), the file itself holds each block written.
+ */
+static void file_check(int fd, struct written *wr)
+{
+	unsigned char w[4096], r[4096];
+
+	for (int i = 0; i < wr->n; i++) {
+		pattern(w, sizeof(w), wr->seed[i]);
+		if (pread(fd, r, sizeof(r), wr->off[i]) != sizeof(r) ||
+		    memcmp(w, r, sizeof(w)))
+			__atomic_fetch_add(&sh->file_errors, 1, __ATOMIC_RELAXED);
+	}
+	wr->n = 0;
+}
+
 static void worker_bind(unsigned int seed, int id)
 {
 	char p[PATH_MAX], file[PATH_MAX];
+	struct written wr = { 0 };
 	int fd;
 
 	snprintf(file, sizeof(file), "%s/bind%d.img", base, id);
@@ -239,10 +319,11 @@ static void worker_bind(unsigned int seed, int id)
 			continue;
 		}
 		for (int i = 0; i < 4; i++)
-			io_check(dev, &seed, OP_IO);
+			io_check(dev, &seed, OP_IO, &wr);
 		if (!autoclear)
 			account(OP_CLR_FD, ioctl(dev, LOOP_CLR_FD), "CLR_FD", 0);
 		close(dev);
+		file_check(fd, &wr);
 	}
 	close(fd);
 }
@@ -270,6 +351,7 @@ static void worker_open(unsigned int seed)
 /* A detached instance with a bound, open device, dropped as a whole. */
 static void detached_round(int fd, unsigned int *seed)
 {
+	struct written wr = { 0 };
 	int fsfd, mfd, ctl, dev = -1;
 
 	fsfd = syscall(SYS_fsopen, "loop", FSOPEN_CLOEXEC);
@@ -290,7 +372,7 @@ static void detached_round(int fd, unsigned int *seed)
 		dev = openat(mfd, "loop0", O_RDWR | O_CLOEXEC);
 		if (!account(OP_DEV_OPEN, dev, "openat loop0", 0) &&
 		    !account(OP_CONFIGURE, ioctl(dev, LOOP_SET_FD, fd), "SET_FD", 0))
-			io_check(dev, seed, OP_IO);
+			io_check(dev, seed, OP_IO, &wr);
 	}
 	/* Drop in a random order: mount first, or device first. */
 	if (rand_r(seed) % 2)
@@ -301,11 +383,14 @@ static void detached_round(int fd, unsigned int *seed)
 		close(dev);
 	if (fcntl(mfd, F_GETFD) >= 0)
 		close(mfd);
+	/* Both gone: the device was cleared and destroyed. */
+	file_check(fd, &wr);
 }
 
 static void worker_churn(unsigned int seed, int id)
 {
 	char dir[PATH_MAX], file[PATH_MAX], p[PATH_MAX];
+	struct written wr = { 0 };
 	int fd;
 
 	snprintf(dir, sizeof(dir), "%s/churn%d", base, id);
@@ -344,8 +429,10 @@ static void worker_churn(unsigned int seed, int id)
 			"umount own", 0);
 		if (dev >= 0) {
 			for (int i = 0; i < 2; i++)
-				io_check(dev, &seed, OP_ORPHAN_IO);
+				io_check(dev, &seed, OP_ORPHAN_IO, &wr);
+			/* The last close clears the orphan. */
 			close(dev);
+			file_check(fd, &wr);
 		}
 	}
 	close(fd);
@@ -480,12 +567,16 @@ int main(int argc, char **argv)
 		   *getenv("LOOPFS_QUICK") == '1' ? 20 : 60;
 	unsigned int seed = getenv("STRESS_SEED") ? atoi(getenv("STRESS_SEED")) :
 			    (unsigned int)time(NULL);
+	const char *kill_name = getenv("STRESS_KILL_WORKER");
+	const char *names[16];
 	pid_t pids[16];
-	int npids = 0, hung = 0, gone;
+	int status[16];
+	int npids = 0, hung = 0, gone, bad = 0;
+	char bad_names[160] = "";
 	long total = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..6\n");
+	printf("TAP version 13\n1..7\n");
 	printf("# %d s, seed %u (STRESS_SEED=%u reproduces the schedule's choices)\n",
 	       secs, seed, seed);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
@@ -505,31 +596,50 @@ int main(int argc, char **argv)
 		}
 	}
 
-#define SPAWN(call) do {						\
+#define SPAWN(name, call) do {						\
 		pid_t __p = fork();					\
 		if (__p == 0) {						\
 			call;						\
 			_exit(0);					\
 		}							\
-		if (__p > 0)						\
-			pids[npids++] = __p;				\
+		if (__p < 0) {						\
+			printf("Bail out! fork: %s\n", strerror(errno));	\
+			return 1;					\
+		}							\
+		names[npids] = name;					\
+		pids[npids++] = __p;					\
 	} while (0)
-	SPAWN(worker_ctl(seed + 1));
-	SPAWN(worker_ctl(seed + 2));
-	SPAWN(worker_bind(seed + 3, 0));
-	SPAWN(worker_bind(seed + 4, 1));
-	SPAWN(worker_open(seed + 5));
-	SPAWN(worker_churn(seed + 6, 0));
-	SPAWN(worker_churn(seed + 7, 1));
-	SPAWN(worker_remount(seed + 8));
+	SPAWN("ctl0", worker_ctl(seed + 1));
+	SPAWN("ctl1", worker_ctl(seed + 2));
+	SPAWN("bind0", worker_bind(seed + 3, 0));
+	SPAWN("bind1", worker_bind(seed + 4, 1));
+	SPAWN("open", worker_open(seed + 5));
+	SPAWN("churn0", worker_churn(seed + 6, 0));
+	SPAWN("churn1", worker_churn(seed + 7, 1));
+	SPAWN("remount", worker_remount(seed + 8));
 
-	sleep(secs);
+	if (kill_name && *kill_name) {
+		int j;
+
+		for (j = 0; j < npids && strcmp(names[j], kill_name); j++)
+			;
+		sleep(secs / 2);
+		if (j < npids && !kill(pids[j], SIGKILL))
+			printf("# STRESS_KILL_WORKER: sent SIGKILL to worker %s (pid %d)\n",
+			       names[j], pids[j]);
+		else
+			printf("# STRESS_KILL_WORKER: no worker %s to kill\n", kill_name);
+		sleep(secs - secs / 2);
+	} else {
+		sleep(secs);
+	}
 	sh->stop = 1;
 	/* Every worker must notice and finish within 60 s. */
 	for (int i = 0; i < 600; i++) {
 		gone = 0;
 		for (int j = 0; j < npids; j++)
-			if (pids[j] == 0 || waitpid(pids[j], NULL, WNOHANG) == pids[j]) {
+			if (pids[j] == 0 ||
+			    waitpid(pids[j], &status[j], WNOHANG) == pids[j]) {
 				pids[j] = 0;
 				gone++;
 			}
@@ -537,10 +647,27 @@ int main(int argc, char **argv)
 			break;
 		usleep(100000);
 	}
+	/* A worker that crashed or was killed (OOM) did not do its share. */
+	for (int j = 0; j < npids; j++) {
+		if (pids[j])
+			continue;
+		if (WIFEXITED(status[j]) && WEXITSTATUS(status[j]) == 0)
+			continue;
+		bad++;
+		if (WIFSIGNALED(status[j]))
+			printf("# worker %s killed by signal %d (%s)\n", names[j],
+			       WTERMSIG(status[j]), strsignal(WTERMSIG(status[j])));
+		else
+			printf("# worker %s exited with status %d\n", names[j],
+			       WEXITSTATUS(status[j]));
+		snprintf(bad_names + strlen(bad_names),
+			 sizeof(bad_names) - strlen(bad_names), " %s", names[j]);
+	}
 	for (int j = 0; j < npids; j++) {
 		if (pids[j]) {
 			hung++;
-			printf("# worker %d still running; its stack:\n", pids[j]);
+			printf("# worker %s (pid %d) still running; its stack:\n",
+			       names[j], pids[j]);
 			fflush(stdout);
 			char cmd[64];
 
@@ -562,10 +689,13 @@ int main(int argc, char **argv)
 	tap(sh->unexpected == 0 && total > 0,
 	    "%ld calls in %d s, each succeeded or failed with a documented errno (%ld did not)",
 	    total, secs, sh->unexpected);
-	tap(sh->data_errors == 0 && sh->ok[OP_IO] > 0,
-	    "data written through bound devices read back identical (%ld mismatches, %ld I/O calls)",
-	    sh->data_errors, sh->ok[OP_IO] + sh->ok[OP_ORPHAN_IO]);
+	tap(sh->data_errors == 0 && sh->file_errors == 0 && sh->ok[OP_IO] > 0,
+	    "data written through bound devices reads back identical through the driver and from the backing file once released (%ld/%ld mismatches, %ld I/O calls)",
+	    sh->data_errors, sh->file_errors, sh->ok[OP_IO] + sh->ok[OP_ORPHAN_IO]);
 	tap(hung == 0, "every worker finished after the stop signal (%d hung)", hung);
+	tap(hung == 0 && bad == 0,
+	    "every worker exited with status 0 (%d did not:%s)", bad,
+	    bad ? bad_names : " none");
 	if (hung)
 		return 1;
 

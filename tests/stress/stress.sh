@@ -1,6 +1,6 @@
 #!/bin/bash
 # loopfs-timeout: 240
-# Concurrency stress for loopfs (issue 5): builds tests/stress/stress.c into
+# Concurrency stress for loopfs: builds tests/stress/stress.c into
 # a temporary directory and runs it (60 s, or 20 s with LOOPFS_QUICK=1).
 # The program prints TAP, reports operation counts as "# ops:" lines and ends
 # by unloading and reloading the module.
