@@ -1326,10 +1326,14 @@ static void op_own_bind(struct own_dev *d)
 		(unsigned long long)offset, (unsigned long long)limit, ro_flag,
 		bsize, d->bound ? "bound" : "unbound");
 	r = own_configure(d, back, cfg, offset, limit, ro_flag, bsize);
-	/* A bound device refuses another file: EBUSY. */
-	if (!judge(OP_own_bind, r, errno, d->bound ? EBUSY : 0, 0) || d->bound)
+	/*
+	 * A bound device refuses another file with EBUSY and keeps its
+	 * binding as it was.
+	 */
+	if (!judge(OP_own_bind, r, errno, d->bound ? EBUSY : 0, 0))
 		return;
-	own_bound(d, back, offset, limit, ro_flag);
+	if (!d->bound)
+		own_bound(d, back, offset, limit, ro_flag);
 	own_check_state(d);
 }
 
@@ -1382,8 +1386,7 @@ static void op_own_bad(struct own_dev *d)
 		ioctl(d->fd, LOOP_CLR_FD, 0);
 		return;
 	}
-	if (!d->bound)
-		own_check_state(d);
+	own_check_state(d);
 }
 
 static void op_own_clear(struct own_dev *d)
