@@ -1946,7 +1946,7 @@ static int reload_module(void)
 static void parse_exclude(void)
 {
 	const char *ex = getenv("LOOPFS_FUZZ_EXCLUDE");
-	char tmp[512], *tok, *save;
+	char tmp[2048], *tok, *save;
 	int i;
 
 	if (!ex || !*ex)
