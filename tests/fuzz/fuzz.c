@@ -25,11 +25,12 @@
  * seed + w, so LOOPFS_FUZZ_SEED=<seed> replays the same sequence per worker
  * (LOOPFS_FUZZ_PROCS=1 removes the interleaving; LOOPFS_FUZZ_TRACE=1 prints
  * every operation to stderr; LOOPFS_FUZZ_EXCLUDE="op,op" leaves operations
- * out, by the names printed in the "# ops:" lines).
+ * out, by the names in the op column of the table; LOOPFS_FUZZ_MIN_OPS=N
+ * sets the minimum count per operation).
  *
  * Usage: fuzz [seconds]    (default: LOOPFS_FUZZ_SECONDS, else 20 with
  *                           LOOPFS_QUICK=1, else 120)
- * Prints TAP with "# ops:" diagnostics.
+ * Prints TAP; the table and the "# ops: total" line are diagnostics.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
