@@ -310,8 +310,11 @@ static void diag(long *counter, const char *fmt, ...)
 		 k ? "judged: " : "", worker_id, opno, what, why);
 }
 
+static long mine[OP_MAX];	/* this worker's calls per operation */
+
 static void count(enum op op, long ret, int e)
 {
+	mine[op]++;
 	if (ret >= 0) {
 		__atomic_add_fetch(&sh->ok[op], 1, __ATOMIC_RELAXED);
 		return;
@@ -1605,20 +1608,29 @@ static void own_teardown(void)
 }
 
 /*
- * Weighted draws, and every 4th operation the next kind in turn, so that
+ * Weighted draws, and every third operation the kind this worker ran
+ * least so far (one that found nothing to act on stays least), so that
  * every kind gets its minimum count even on a slow, loaded guest.
  */
 static enum op pick_op(void)
 {
-	static int total, turn;
-	int i, r;
+	static int total;
+	int i, r, least = -1;
+	long n, min = LONG_MAX;
 
-	if (opno % 4 == 0)
+	if (opno % 3 == 0) {
 		for (i = 0; i < OP_MAX; i++) {
-			turn = (turn + 1) % OP_MAX;
-			if (!excluded[turn])
-				return turn;
+			if (excluded[i])
+				continue;
+			n = mine[i];
+			if (n < min) {
+				min = n;
+				least = i;
+			}
 		}
+		if (least >= 0)
+			return least;
+	}
 
 	if (!total)
 		for (i = 0; i < OP_MAX; i++)
