@@ -1455,6 +1455,7 @@ static void op_own_io(struct own_dev *d)
 	off_t off;
 	unsigned int seed = (unsigned int)rnd64();
 	long r;
+	int i;
 
 	if (!d->bound) {
 		/* Size 0: nothing to read, a write is past the end. */
@@ -1485,6 +1486,10 @@ static void op_own_io(struct own_dev *d)
 		return;
 	r = fsync(d->fd);
 	judge(OP_own_io, r, errno, 0, 0);
+	/* The worker's other device on the same file may have been overwritten. */
+	for (i = 0; i < NOWN; i++)
+		if (&own[i] != d && own[i].bound && own[i].back == d->back)
+			own[i].pat = 0;
 	d->pat = 1;
 	d->pat_off = off;
 	d->pat_len = len;
