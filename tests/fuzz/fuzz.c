@@ -1,25 +1,36 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loopfs ioctl and mount fuzzer (issue 8).
+ * loopfs ioctl and mount fuzzer.
  *
  * For a bounded time, 2-4 worker processes run random sequences of every
  * loop-control and loop device ioctl with random and boundary arguments,
  * interleaved with open/close of nodes, buffered and O_DIRECT I/O, unlink,
  * mount/umount/remount of a few instances, detached instances and writes to
- * /proc/sys/user/max_loop_devices.  Every call must succeed or fail with an
- * errno from the allow-list of that operation; the harness checks the kernel
- * log.  At the end every instance is unmounted, no loopfs disk may remain in
- * /sys/block, and rmmod loopfs + insmod $LOOPFS_KO must work.
+ * /proc/sys/user/max_loop_devices.  These "chaos" calls race with each
+ * other: each must succeed or fail with an errno from the allow-list of
+ * that operation, and some outcomes are wrong whatever the race.
+ *
+ * Each worker also owns an instance with devices and backing files nobody
+ * else touches; the "own_*" operations on them are judged against a model
+ * of each device's state: one right outcome per call, size and status as
+ * predicted, written data read back after a flush and after a rebind.
+ *
+ * A table of calls, successes and errnos per operation is printed; every
+ * operation not excluded must have run at least LOOPFS_FUZZ_MIN_OPS times
+ * (default 10).  The harness checks the kernel log.  At the end every
+ * instance is unmounted, no loopfs disk may remain in /sys/block, and
+ * rmmod loopfs + insmod $LOOPFS_KO must work.
  *
  * Reproducible: worker w draws from its own generator seeded with
  * seed + w, so LOOPFS_FUZZ_SEED=<seed> replays the same sequence per worker
  * (LOOPFS_FUZZ_PROCS=1 removes the interleaving; LOOPFS_FUZZ_TRACE=1 prints
  * every operation to stderr; LOOPFS_FUZZ_EXCLUDE="op,op" leaves operations
- * out, by the names printed in the "# ops:" lines).
+ * out, by the names in the op column of the table; LOOPFS_FUZZ_MIN_OPS=N
+ * sets the minimum count per operation).
  *
  * Usage: fuzz [seconds]    (default: LOOPFS_FUZZ_SECONDS, else 20 with
  *                           LOOPFS_QUICK=1, else 120)
- * Prints TAP with "# ops:" diagnostics.
+ * Prints TAP; the table and the "# ops: total" line are diagnostics.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -45,6 +56,7 @@
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
@@ -60,12 +72,13 @@
 #define NFDS 12		/* open device / control fds per worker */
 #define NBACK 6		/* backing files per worker */
 #define MAXPROCS 4
-#define NDIAG 24
+#define NDIAG 16	/* diagnostics kept, per class */
 #define BUF_SIZE (64 << 10)
 
 /*
- * Operations.  For each: a name and the errnos it may fail with besides
- * the ones every call may see (none: EINTR etc. are not expected).
+ * Operations.  For each chaos operation: a name and the errnos it may fail
+ * with (EINTR etc. are not expected).  The own_* operations have none: the
+ * model says the one outcome each call must have.
  */
 #define OPS(X) \
 	X(mount,	EINVAL, ENOSPC) \
@@ -79,10 +92,10 @@
 	X(ctl_add,	EEXIST, ENOSPC, EINVAL, ENODEV) \
 	X(ctl_remove,	ENODEV, EBUSY, EINVAL) \
 	X(ctl_get_free,	ENOSPC, ENODEV) \
-	X(ctl_bad,	ENOSYS, ENOTTY, EINVAL) \
+	X(ctl_bad,	ENOSYS) \
 	X(set_fd,	EBUSY, EBADF, EINVAL, EPERM, ENXIO) \
 	X(configure,	EBUSY, EBADF, EINVAL, EPERM, ENXIO, EOVERFLOW, EFAULT) \
-	X(clr_fd,	ENXIO, EBUSY) \
+	X(clr_fd,	ENXIO) \
 	X(set_status,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY) \
 	X(set_status64,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY) \
 	X(get_status,	ENXIO, EINVAL, EOVERFLOW, EFAULT) \
@@ -91,7 +104,7 @@
 	X(set_capacity,	ENXIO) \
 	X(set_dio,	ENXIO, EINVAL, EBUSY, EAGAIN) \
 	X(set_bsize,	ENXIO, EINVAL, EBUSY, EAGAIN, EPERM) \
-	X(bad_ioctl,	ENOTTY, EINVAL) \
+	X(bad_ioctl,	EINVAL) \
 	X(rrpart,	EINVAL, EBUSY, EIO, ENXIO) \
 	X(getsize64,	0) \
 	X(discard,	EINVAL, EBADF, EOPNOTSUPP, EIO, EBUSY, EPERM, ENXIO, ENOSPC) \
@@ -103,7 +116,13 @@
 	X(unlink,	ENOENT, EBUSY, EPERM) \
 	X(rename,	ENOENT, EPERM, EBUSY) \
 	X(create,	EPERM, ENOENT, EEXIST) \
-	X(sysctl,	EINVAL)
+	X(sysctl,	EINVAL) \
+	X(own_bind,	0) \
+	X(own_bad,	0) \
+	X(own_clear,	0) \
+	X(own_io,	0) \
+	X(own_rebind,	0) \
+	X(own_status,	0)
 
 #define OP_ENUM(name, ...) OP_##name,
 enum op { OPS(OP_ENUM) OP_MAX };
@@ -127,16 +146,32 @@ static const int op_weight[OP_MAX] = {
 	[OP_getsize64] = 2, [OP_discard] = 3, [OP_zeroout] = 3,
 	[OP_flsbuf] = 1, [OP_read] = 6, [OP_write] = 6, [OP_write_mbr] = 1,
 	[OP_unlink] = 3, [OP_rename] = 1, [OP_create] = 1, [OP_sysctl] = 1,
+	[OP_own_bind] = 4, [OP_own_bad] = 2, [OP_own_clear] = 3,
+	[OP_own_io] = 6, [OP_own_rebind] = 2, [OP_own_status] = 2,
 };
+
+#define NERRNO 150	/* errno values counted one by one; larger ones in [0] */
 
 struct shared {
 	volatile int stop;
 	long ok[OP_MAX];
 	long err[OP_MAX];
-	long unexpected;
-	int ndiag;
-	char diag[NDIAG][200];
+	long errs[OP_MAX][NERRNO];	/* failures of each op, by errno */
+	long unexpected;		/* chaos calls with a wrong outcome */
+	long misjudged;			/* own-device calls the model refutes */
+	long judged;			/* own-device results checked */
+	long verified;			/* read-backs compared byte for byte */
+	int ndiag[2];			/* chaos, judged */
+	char diag[2][NDIAG][200];
 	int stack[NINST];		/* instances mounted on mnt[i] (approx.) */
+	/*
+	 * Lazy umounts of mnt[i] running now, and started so far, per
+	 * mount namespace (0: the shared one, 1: the container worker's).
+	 */
+	int detaching[2][NINST];
+	int detach_gen[2][NINST];
+	int own_id[MAXPROCS];		/* 1 + instance id of each worker's own one */
+	int ready;			/* workers whose own instance is set up */
 	volatile time_t beat[MAXPROCS];	/* last progress of each worker */
 	char cur[MAXPROCS][160];	/* what each worker is doing */
 };
@@ -145,10 +180,14 @@ struct shared {
  * Argument kinds that can be excluded like operations (LOOPFS_FUZZ_EXCLUDE),
  * to step around known bugs: mnt_backing = a loopfs node opened through a
  * loopfs mount as a backing file; blk_backing = any loopfs device as a
- * backing file (loop on loop).
+ * backing file (loop on loop); bound_config = LOOP_SET_FD/LOOP_CONFIGURE on
+ * a worker's own device while it is bound (judged: must be refused and leave
+ * the binding as it was).
  */
-enum { X_mnt_backing = OP_MAX, X_blk_backing, X_MAX };
-static const char * const x_name[X_MAX - OP_MAX] = { "mnt_backing", "blk_backing" };
+enum { X_mnt_backing = OP_MAX, X_blk_backing, X_bound_config, X_MAX };
+static const char * const x_name[X_MAX - OP_MAX] = {
+	"mnt_backing", "blk_backing", "bound_config",
+};
 
 static struct shared *sh;
 static char base[PATH_MAX];
@@ -253,44 +292,92 @@ static int errno_allowed(enum op op, int e)
 	return 0;
 }
 
-/*
- * Account for the result of one call: ret < 0 means it failed with errno
- * e.  extra is one more errno this particular call may see (0: none).
- */
-static void result(enum op op, long ret, int e, int extra)
+static void diag(long *counter, const char *fmt, ...)
 {
-	char what[sizeof(sh->cur[0])];
-	int n;
+	char what[sizeof(sh->cur[0])], why[120];
+	int n, k = counter == &sh->misjudged;
+	va_list ap;
 
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	__atomic_add_fetch(counter, 1, __ATOMIC_RELAXED);
+	n = __atomic_fetch_add(&sh->ndiag[k], 1, __ATOMIC_RELAXED);
+	if (n >= NDIAG)
+		return;
+	memcpy(what, sh->cur[worker_id], sizeof(what));
+	snprintf(sh->diag[k][n], sizeof(sh->diag[k][n]), "%sworker %d op #%ld: %s -> %s",
+		 k ? "judged: " : "", worker_id, opno, what, why);
+}
+
+static long mine[OP_MAX];	/* this worker's calls per operation */
+
+static void count(enum op op, long ret, int e)
+{
+	mine[op]++;
 	if (ret >= 0) {
 		__atomic_add_fetch(&sh->ok[op], 1, __ATOMIC_RELAXED);
 		return;
 	}
 	__atomic_add_fetch(&sh->err[op], 1, __ATOMIC_RELAXED);
-	if (errno_allowed(op, e) || (extra && e == extra))
+	__atomic_add_fetch(&sh->errs[op][e > 0 && e < NERRNO ? e : 0], 1,
+			   __ATOMIC_RELAXED);
+}
+
+/*
+ * Account for the result of one chaos call: ret < 0 means it failed with
+ * errno e.  extra is one more errno this particular call may see (0: none).
+ */
+static void result(enum op op, long ret, int e, int extra)
+{
+	count(op, ret, e);
+	if (ret >= 0 || errno_allowed(op, e) || (extra && e == extra))
 		return;
-	__atomic_add_fetch(&sh->unexpected, 1, __ATOMIC_RELAXED);
-	n = __atomic_fetch_add(&sh->ndiag, 1, __ATOMIC_RELAXED);
-	if (n >= NDIAG)
-		return;
-	memcpy(what, sh->cur[worker_id], sizeof(what));
-	snprintf(sh->diag[n], sizeof(sh->diag[n]), "worker %d op #%ld: %s -> %s",
-		 worker_id, opno, what, strerror(e));
+	diag(&sh->unexpected, "%s", strerror(e));
 }
 
 /* A call that must fail succeeded (or the reverse): always unexpected. */
 static void wrong_outcome(enum op op, const char *why)
 {
-	char what[sizeof(sh->cur[0])];
-	int n;
+	diag(&sh->unexpected, "%s", why);
+}
 
-	__atomic_add_fetch(&sh->unexpected, 1, __ATOMIC_RELAXED);
-	n = __atomic_fetch_add(&sh->ndiag, 1, __ATOMIC_RELAXED);
-	if (n >= NDIAG)
-		return;
-	memcpy(what, sh->cur[worker_id], sizeof(what));
-	snprintf(sh->diag[n], sizeof(sh->diag[n]), "worker %d op #%ld: %s -> %s",
-		 worker_id, opno, what, why);
+/*
+ * Judge one call on a worker's own device against the model: want 0 means
+ * it must succeed (and return want_ret if that is >= 0), want > 0 that it
+ * must fail with exactly that errno.  Returns 1 if the call matched.
+ */
+static int judge(enum op op, long ret, int e, int want, long want_ret)
+{
+	count(op, ret, e);
+	__atomic_add_fetch(&sh->judged, 1, __ATOMIC_RELAXED);
+	if (want) {
+		if (ret >= 0)
+			diag(&sh->misjudged, "returned %ld, must fail with %s",
+			     ret, strerror(want));
+		else if (e != want)
+			diag(&sh->misjudged, "%s, must be %s", strerror(e),
+			     strerror(want));
+		else
+			return 1;
+		return 0;
+	}
+	if (ret < 0)
+		diag(&sh->misjudged, "%s, must succeed", strerror(e));
+	else if (want_ret >= 0 && ret != want_ret)
+		diag(&sh->misjudged, "returned %ld, must return %ld", ret, want_ret);
+	else
+		return 1;
+	return 0;
+}
+
+/* A value the model predicts (size, flags, offsets). */
+static void judge_eq(const char *what, unsigned long long got,
+		     unsigned long long want)
+{
+	__atomic_add_fetch(&sh->judged, 1, __ATOMIC_RELAXED);
+	if (got != want)
+		diag(&sh->misjudged, "%s is %llu, model says %llu", what, got, want);
 }
 
 /* --- per-worker state ----------------------------------------------------- */
@@ -344,6 +431,7 @@ static struct wfd *free_slot(void)
  * a loopfs device (maybe the very device being configured).
  */
 static int backing_via_mount;	/* what pick_backing() returned last */
+static int backing_bad;		/* ... and whether no loop may take it */
 
 static int pick_backing(const char **what)
 {
@@ -351,6 +439,7 @@ static int pick_backing(const char **what)
 	int r = rnd(100);
 
 	backing_via_mount = 0;
+	backing_bad = 0;
 	if (r < 65) {
 		*what = "file";
 		return back[rnd(NBACK)];
@@ -366,6 +455,7 @@ static int pick_backing(const char **what)
 		*what = "file";
 		return back[0];
 	}
+	backing_bad = 1;
 	switch (rnd(8)) {
 	case 0: *what = "dir"; return dirfd_;
 	case 1: *what = "socket"; return sockfd;
@@ -466,9 +556,33 @@ static void rnd_options(char *opt, size_t len, int *valid)
 	}
 }
 
+/*
+ * Lazy umounts of mnt[i] by any worker of this mount namespace: the
+ * counters go up before umount2() and "detaching" goes down after it, so
+ * a call that read (gen, busy) before it started and sees a change, or a
+ * lazy umount already running, after it returned, overlapped one.
+ */
+static int ns_idx(void)
+{
+	return container ? 1 : 0;
+}
+
+static int detach_snapshot(int i)
+{
+	return __atomic_load_n(&sh->detach_gen[ns_idx()][i], __ATOMIC_SEQ_CST) +
+	       (__atomic_load_n(&sh->detaching[ns_idx()][i], __ATOMIC_SEQ_CST) ?
+		1 << 30 : 0);
+}
+
+static int detach_overlapped(int i, int before)
+{
+	return before >= 1 << 30 ||
+	       __atomic_load_n(&sh->detach_gen[ns_idx()][i], __ATOMIC_SEQ_CST) != before;
+}
+
 static void op_mount(void)
 {
-	int i = rnd(NINST), valid, r, stacked;
+	int i = rnd(NINST), valid, r, e, stacked, snap;
 	char opt[64];
 
 	rnd_options(opt, sizeof(opt), &valid);
@@ -477,49 +591,73 @@ static void op_mount(void)
 			chance(70)))
 		return;
 	set_cur("mount %s -o '%s'", mnt[i], opt);
+	snap = detach_snapshot(i);
 	r = mount("loop", mnt[i], "loop", 0, opt);
-	/* Only malformed options may fail. */
-	result(OP_mount, r, errno, 0);
-	if (r == 0)
+	e = errno;
+	count(OP_mount, r, e);
+	if (r == 0) {
 		__atomic_add_fetch(&sh->stack[i], 1, __ATOMIC_RELAXED);
-	/*
-	 * EINVAL with valid options: a lazy umount by another worker can
-	 * detach the mount point under our lookup; refused twice is a bug.
-	 */
-	else if (valid && errno == EINVAL) {
-		r = mount("loop", mnt[i], "loop", 0, opt);
-		if (r == 0)
-			__atomic_add_fetch(&sh->stack[i], 1, __ATOMIC_RELAXED);
-		else if (errno == EINVAL)
-			wrong_outcome(OP_mount, "valid options refused");
+		if (!valid)
+			wrong_outcome(OP_mount, "malformed options accepted");
+		return;
 	}
+	if (!valid && e == EINVAL)
+		return;
+	if (e == ENOSPC)	/* the namespace's mount limit */
+		return;
+	/*
+	 * The path resolves to the instance on top of mnt[i]; if another
+	 * worker lazily unmounts that one before the new mount is attached
+	 * to it, 6.1 refuses in do_add_mount() (the parent is in no
+	 * namespace: EINVAL) and 6.12 already in do_lock_mount() (the top
+	 * mount is not mounted: ENOENT).  Only that case is allowed: a lazy
+	 * umount of the same directory overlapped the call.
+	 */
+	if ((e == EINVAL || e == ENOENT) && detach_overlapped(i, snap))
+		return;
+	diag(&sh->unexpected, "%s%s", strerror(e),
+	     e == EINVAL || e == ENOENT ? " (no lazy umount overlapped)" : "");
 }
 
 static void op_umount(void)
 {
-	int i = rnd(NINST), flags = chance(50) ? MNT_DETACH : 0, r;
+	int i = rnd(NINST), flags = chance(50) ? MNT_DETACH : 0, r, e, mounted;
 
 	set_cur("umount2 %s %s", mnt[i], flags ? "MNT_DETACH" : "0");
-	if (!is_loopfs(mnt[i])) {
-		r = umount2(mnt[i], flags);
-		result(OP_umount, r, errno, 0);
-		return;
+	mounted = is_loopfs(mnt[i]);
+	if (flags) {
+		__atomic_add_fetch(&sh->detaching[ns_idx()][i], 1, __ATOMIC_SEQ_CST);
+		__atomic_add_fetch(&sh->detach_gen[ns_idx()][i], 1, __ATOMIC_SEQ_CST);
 	}
 	r = umount2(mnt[i], flags);
-	result(OP_umount, r, errno, 0);
-	if (r == 0)
+	e = errno;
+	if (flags)
+		__atomic_sub_fetch(&sh->detaching[ns_idx()][i], 1, __ATOMIC_SEQ_CST);
+	result(OP_umount, r, e, 0);
+	if (r == 0 && mounted)
 		__atomic_sub_fetch(&sh->stack[i], 1, __ATOMIC_RELAXED);
 }
 
 static void op_remount(void)
 {
-	int i = rnd(NINST), valid, r;
+	int i = rnd(NINST), valid, r, e, snap, before;
 	char opt[64];
 
 	rnd_options(opt, sizeof(opt), &valid);
 	set_cur("remount %s -o '%s'", mnt[i], opt);
+	snap = detach_snapshot(i);
+	before = is_loopfs(mnt[i]);
 	r = mount(NULL, mnt[i], NULL, MS_REMOUNT, opt);
-	result(OP_remount, r, errno, 0);
+	e = errno;
+	result(OP_remount, r, e, 0);
+	/*
+	 * Malformed options must be refused by a loopfs instance; the
+	 * directory itself (no instance on it) may take anything.  A lazy
+	 * umount running meanwhile can change what the path meant.
+	 */
+	if (r == 0 && !valid && before && is_loopfs(mnt[i]) &&
+	    !detach_overlapped(i, snap))
+		wrong_outcome(OP_remount, "malformed options accepted");
 }
 
 /*
@@ -627,6 +765,19 @@ static void op_dev_open(void)
 		keep_dev(fd, i, idx, flags, 1);
 }
 
+/* A disk of some worker's own instance: out of the chaos ops' reach. */
+static int owned_disk(const char *name)
+{
+	int id, i;
+
+	if (sscanf(name, "loopfs%d-", &id) != 1)
+		return 0;
+	for (i = 0; i < MAXPROCS; i++)
+		if (__atomic_load_n(&sh->own_id[i], __ATOMIC_RELAXED) == id + 1)
+			return 1;
+	return 0;
+}
+
 /* Open a loopfs disk by its host name in devtmpfs. */
 static void op_host_open(void)
 {
@@ -639,7 +790,7 @@ static void op_host_open(void)
 	if (!d)
 		return;
 	while ((de = readdir(d)) && n < 32)
-		if (!strncmp(de->d_name, "loopfs", 6))
+		if (!strncmp(de->d_name, "loopfs", 6) && !owned_disk(de->d_name))
 			snprintf(names[n++], sizeof(names[0]), "%s", de->d_name);
 	closedir(d);
 	if (!n)
@@ -704,6 +855,9 @@ static void check_pin(enum op op, long r)
 {
 	if (r == 0 && backing_via_mount)
 		wrong_outcome(op, "accepted a backing file opened through a loopfs mount");
+	/* Neither a directory, socket, pipe, char device nor a bad fd. */
+	if (r == 0 && backing_bad)
+		wrong_outcome(op, "accepted a backing fd that is no file or block device");
 }
 
 static void op_set_fd(struct wfd *w)
@@ -1032,10 +1186,456 @@ static void op_sysctl(void)
 	}
 }
 
+/* --- a worker's own instance: judged against a model --------------------- */
+
+/*
+ * Every worker mounts one instance of its own on a directory no other
+ * worker touches, with NOWN devices it keeps open (it is their only
+ * opener: no other worker can reach them, the chaos ops skip their host
+ * nodes) and backing files nobody else binds.  So the state of each device
+ * is known exactly, and every call on it has one right outcome: the model
+ * below says which, and any other outcome fails the suite.
+ */
+#define NOWN 2
+#define NOWN_BACK 3
+
+struct own_dev {
+	int fd;			/* O_RDWR, the device's only opener */
+	int idx;
+	int bound;
+	int ro;			/* bound read-only */
+	int disk_ro;		/* the disk's read-only flag (an unbind keeps it) */
+	int back;		/* own_back[] index while bound */
+	uint64_t offset, limit, size;
+	int pat;		/* a verified pattern is on the device: */
+	off_t pat_off;		/*   at this device offset, */
+	size_t pat_len;		/*   this long, */
+	unsigned int pat_seed;	/*   made by fill() with this seed */
+};
+
+static struct own_dev own[NOWN];
+static int own_back[NOWN_BACK];
+static const off_t own_back_size[NOWN_BACK] = { 1 << 20, 256 << 10, 256 << 10 };
+static const int own_back_ro[NOWN_BACK] = { 0, 0, 1 };	/* opened O_RDONLY */
+static char own_mnt[PATH_MAX];
+static int own_ctl = -1;
+static char *rbuf;
+
+static void fill(char *p, size_t len, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (char)((seed + i * 7 + (i >> 9) * 13) & 0xff);
+}
+
+/* Compare a read-back; returns 1 if it matches. */
+static int verify(const char *what, const char *got, size_t len,
+		  unsigned int seed)
+{
+	size_t i;
+
+	fill(buf, len, seed);
+	__atomic_add_fetch(&sh->verified, 1, __ATOMIC_RELAXED);
+	for (i = 0; i < len; i++)
+		if (got[i] != buf[i]) {
+			diag(&sh->misjudged, "%s differs at byte %zu: %#x, wrote %#x",
+			     what, i, (unsigned char)got[i], (unsigned char)buf[i]);
+			return 0;
+		}
+	return 1;
+}
+
+static uint64_t model_size(int back, uint64_t offset, uint64_t limit)
+{
+	uint64_t size = (uint64_t)own_back_size[back];
+
+	size = offset < size ? size - offset : 0;
+	if (limit && limit < size)
+		size = limit;
+	return size & ~511ULL;
+}
+
+/* Size, status fields and the read-only flag: what the model says. */
+static void own_check_state(struct own_dev *d)
+{
+	struct loop_info64 info;
+	uint64_t size = ~0ULL;
+	int ro = -1;
+	long r;
+
+	r = ioctl(d->fd, BLKGETSIZE64, &size);
+	if (judge(OP_own_status, r, errno, 0, 0))
+		judge_eq("BLKGETSIZE64", size, d->bound ? d->size : 0);
+	r = ioctl(d->fd, BLKROGET, &ro);
+	if (judge(OP_own_status, r, errno, 0, 0))
+		judge_eq("BLKROGET", ro, d->disk_ro);
+	r = ioctl(d->fd, LOOP_GET_STATUS64, &info);
+	if (!judge(OP_own_status, r, errno, d->bound ? 0 : ENXIO, 0) || !d->bound)
+		return;
+	judge_eq("lo_number", info.lo_number, d->idx);
+	judge_eq("lo_offset", info.lo_offset, d->offset);
+	judge_eq("lo_sizelimit", info.lo_sizelimit, d->limit);
+	judge_eq("LO_FLAGS_READ_ONLY", !!(info.lo_flags & LO_FLAGS_READ_ONLY), d->ro);
+}
+
+/* Bind d to own_back[back] with LOOP_CONFIGURE or LOOP_SET_FD. */
+static long own_configure(struct own_dev *d, int back, int cfg, uint64_t offset,
+			  uint64_t limit, int ro_flag, uint32_t bsize)
+{
+	struct loop_config c;
+
+	if (!cfg)
+		return ioctl(d->fd, LOOP_SET_FD, own_back[back]);
+	memset(&c, 0, sizeof(c));
+	c.fd = own_back[back];
+	c.block_size = bsize;
+	c.info.lo_offset = offset;
+	c.info.lo_sizelimit = limit;
+	c.info.lo_flags = ro_flag ? LO_FLAGS_READ_ONLY : 0;
+	return ioctl(d->fd, LOOP_CONFIGURE, &c);
+}
+
+static void own_bound(struct own_dev *d, int back, uint64_t offset,
+		      uint64_t limit, int ro_flag)
+{
+	d->bound = 1;
+	d->back = back;
+	d->offset = offset;
+	d->limit = limit;
+	d->size = model_size(back, offset, limit);
+	d->ro = ro_flag || own_back_ro[back];
+	d->disk_ro = d->ro;
+	d->pat = 0;
+}
+
+static void op_own_bind(struct own_dev *d)
+{
+	static const uint32_t bs[] = { 0, 512, 4096 };
+	int back = rnd(NOWN_BACK), cfg = chance(60), ro_flag = 0;
+	uint64_t offset = 0, limit = 0;
+	uint32_t bsize = 0;
+	long r;
+
+	if (d->bound && excluded[X_bound_config])
+		return;
+	if (cfg) {
+		ro_flag = chance(25);
+		offset = chance(30) ? 4096 : 0;
+		limit = chance(30) ? 128 << 10 : 0;
+		bsize = bs[rnd(3)];
+	}
+	set_cur("own %s loop%d backing own-%d off %llu lim %llu ro %d bs %u (%s)",
+		cfg ? "LOOP_CONFIGURE" : "LOOP_SET_FD", d->idx, back,
+		(unsigned long long)offset, (unsigned long long)limit, ro_flag,
+		bsize, d->bound ? "bound" : "unbound");
+	r = own_configure(d, back, cfg, offset, limit, ro_flag, bsize);
+	/*
+	 * A bound device refuses another file with EBUSY and keeps its
+	 * binding as it was.
+	 */
+	if (!judge(OP_own_bind, r, errno, d->bound ? EBUSY : 0, 0))
+		return;
+	if (!d->bound)
+		own_bound(d, back, offset, limit, ro_flag);
+	own_check_state(d);
+}
+
+/*
+ * Not a file or block device: the in-tree loop driver refuses a bad fd
+ * with EBADF and a directory, socket, pipe or character device with
+ * EINVAL, and the device stays unbound.  A bound device refuses any new
+ * file (EBUSY, or EINVAL from the checks that come first); both are
+ * judged only as "refused".
+ */
+static void op_own_bad(struct own_dev *d)
+{
+	static const char * const kind[] = {
+		"dir", "socket", "pipe", "/dev/null", "loop-control", "O_PATH",
+		"closed", "-1",
+	};
+	int k = rnd(8), cfg = chance(50), fd, want;
+	struct loop_config c;
+	long r;
+	int e;
+
+	switch (k) {
+	case 0: fd = dirfd_; break;
+	case 1: fd = sockfd; break;
+	case 2: fd = pipefd[rnd(2)]; break;
+	case 3: fd = nullfd; break;
+	case 4: fd = own_ctl; break;
+	case 5: fd = pathfd; break;
+	case 6: fd = 999; break;
+	default: fd = -1;
+	}
+	want = k >= 5 ? EBADF : EINVAL;
+	if (d->bound && excluded[X_bound_config])
+		return;
+	set_cur("own %s loop%d backing %s (%s)", cfg ? "LOOP_CONFIGURE" : "LOOP_SET_FD",
+		d->idx, kind[k], d->bound ? "bound" : "unbound");
+	if (cfg) {
+		memset(&c, 0, sizeof(c));
+		c.fd = fd;
+		r = ioctl(d->fd, LOOP_CONFIGURE, &c);
+	} else {
+		r = ioctl(d->fd, LOOP_SET_FD, fd);
+	}
+	e = errno;
+	if (d->bound && r < 0 && (e == EBUSY || e == EINVAL || e == EBADF) &&
+	    (want == EBADF ? e == EBADF : 1))
+		want = e;
+	if (!judge(OP_own_bad, r, e, want, 0) && r == 0) {
+		/* Accepted: undo it so that the model holds again. */
+		ioctl(d->fd, LOOP_CLR_FD, 0);
+		return;
+	}
+	own_check_state(d);
+}
+
+static void op_own_clear(struct own_dev *d)
+{
+	long r;
+
+	set_cur("own LOOP_CLR_FD loop%d (%s)", d->idx, d->bound ? "bound" : "unbound");
+	r = ioctl(d->fd, LOOP_CLR_FD, 0);
+	/* The only opener clears at once; an unbound device says ENXIO. */
+	if (!judge(OP_own_clear, r, errno, d->bound ? 0 : ENXIO, 0) || !d->bound)
+		return;
+	d->bound = 0;
+	d->pat = 0;
+	own_check_state(d);
+}
+
+/*
+ * Read back through the device: buffered after the page cache was
+ * dropped, and with O_DIRECT through a second open, so the data comes
+ * from the backing file, then straight from the backing file.
+ */
+static void own_read_back(struct own_dev *d, enum op op, const char *when)
+{
+	char p[PATH_MAX], what[64];
+	long r;
+	int fd;
+
+	if (!container) {
+		/* BLKFLSBUF: write back and drop the device's page cache. */
+		r = ioctl(d->fd, BLKFLSBUF, 0);
+		judge(op, r, errno, 0, 0);
+	} else {
+		/* Not capable in the initial namespace: EACCES. */
+		r = ioctl(d->fd, BLKFLSBUF, 0);
+		judge(op, r, errno, EACCES, 0);
+		r = posix_fadvise(d->fd, 0, 0, POSIX_FADV_DONTNEED);
+		judge(op, r ? -1 : 0, r, 0, 0);
+	}
+	r = pread(d->fd, rbuf, d->pat_len, d->pat_off);
+	snprintf(what, sizeof(what), "%s: device read", when);
+	if (judge(op, r, errno, 0, d->pat_len))
+		verify(what, rbuf, d->pat_len, d->pat_seed);
+
+	snprintf(p, sizeof(p), "%s/loop%d", own_mnt, d->idx);
+	fd = open(p, O_RDONLY | O_DIRECT | O_CLOEXEC);
+	if (judge(op, fd, errno, 0, -1)) {
+		r = pread(fd, rbuf, d->pat_len, d->pat_off);
+		snprintf(what, sizeof(what), "%s: O_DIRECT device read", when);
+		if (judge(op, r, errno, 0, d->pat_len))
+			verify(what, rbuf, d->pat_len, d->pat_seed);
+		close(fd);
+	}
+	r = pread(own_back[d->back], rbuf, d->pat_len, d->pat_off + d->offset);
+	snprintf(what, sizeof(what), "%s: backing file read", when);
+	if (judge(op, r, errno, 0, d->pat_len))
+		verify(what, rbuf, d->pat_len, d->pat_seed);
+}
+
+static void op_own_io(struct own_dev *d)
+{
+	size_t len = (size_t)(1 + rnd(16)) * 4096;
+	off_t off;
+	unsigned int seed = (unsigned int)rnd64();
+	long r;
+	int i;
+
+	if (!d->bound) {
+		/* Size 0: nothing to read, a write is past the end. */
+		set_cur("own pwrite/pread loop%d (unbound, ro %d)", d->idx, d->disk_ro);
+		fill(buf, 4096, seed);
+		r = pwrite(d->fd, buf, 4096, 0);
+		judge(OP_own_io, r, errno, d->disk_ro ? EPERM : ENOSPC, 0);
+		r = pread(d->fd, rbuf, 4096, 0);
+		judge(OP_own_io, r, errno, 0, 0);
+		return;
+	}
+	if (len > d->size)
+		len = d->size & ~4095ULL;
+	off = (off_t)rnd((d->size - len) / 4096 + 1) * 4096;
+	set_cur("own pwrite loop%d len %zu off %lld (size %llu, ro %d)", d->idx,
+		len, (long long)off, (unsigned long long)d->size, d->ro);
+	fill(buf, len, seed);
+	r = pwrite(d->fd, buf, len, off);
+	if (d->ro) {
+		/* A read-only device refuses every write: EPERM. */
+		judge(OP_own_io, r, errno, EPERM, 0);
+		r = pread(d->fd, rbuf, len, off);
+		judge(OP_own_io, r, errno, 0, len);
+		return;
+	}
+	/* A healthy tmpfs backing: the whole write, no EIO. */
+	if (!judge(OP_own_io, r, errno, 0, len))
+		return;
+	r = fsync(d->fd);
+	judge(OP_own_io, r, errno, 0, 0);
+	/* The worker's other device on the same file may have been overwritten. */
+	for (i = 0; i < NOWN; i++)
+		if (&own[i] != d && own[i].bound && own[i].back == d->back)
+			own[i].pat = 0;
+	d->pat = 1;
+	d->pat_off = off;
+	d->pat_len = len;
+	d->pat_seed = seed;
+	own_read_back(d, OP_own_io, "after flush");
+}
+
+/* Unbind and bind the same file again: what was written is still there. */
+static void op_own_rebind(struct own_dev *d)
+{
+	int back = d->back, ro_flag = d->ro && !own_back_ro[d->back];
+	uint64_t offset = d->offset, limit = d->limit;
+	long r;
+
+	if (!d->bound || !d->pat) {
+		op_own_io(d);
+		return;
+	}
+	set_cur("own rebind loop%d backing own-%d off %llu lim %llu", d->idx, back,
+		(unsigned long long)offset, (unsigned long long)limit);
+	r = ioctl(d->fd, LOOP_CLR_FD, 0);
+	if (!judge(OP_own_rebind, r, errno, 0, 0))
+		return;
+	d->bound = 0;
+	r = own_configure(d, back, 1, offset, limit, ro_flag, 0);
+	if (!judge(OP_own_rebind, r, errno, 0, 0)) {
+		d->pat = 0;
+		return;
+	}
+	d->bound = 1;
+	d->disk_ro = d->ro;
+	own_read_back(d, OP_own_rebind, "after rebind");
+}
+
+static void op_own(enum op op)
+{
+	struct own_dev *d = &own[rnd(NOWN)];
+
+	if (d->fd < 0)
+		return;
+	switch (op) {
+	case OP_own_bind: op_own_bind(d); break;
+	case OP_own_bad: op_own_bad(d); break;
+	case OP_own_clear: op_own_clear(d); break;
+	case OP_own_io: op_own_io(d); break;
+	case OP_own_rebind: op_own_rebind(d); break;
+	default:
+		set_cur("own status loop%d (%s)", d->idx, d->bound ? "bound" : "unbound");
+		own_check_state(d);
+	}
+}
+
+/*
+ * Set up the worker's own instance on <wdir>/own (already created):
+ * mount it, add loop0..NOWN-1, open each once, and publish the
+ * instance's id so that the chaos ops leave its host nodes alone.
+ */
+static int own_setup(void)
+{
+	char p[PATH_MAX], link[PATH_MAX];
+	struct stat st;
+	ssize_t n;
+	int i, id, tries;
+
+	if (posix_memalign((void **)&rbuf, 4096, BUF_SIZE))
+		return -1;
+	for (i = 0; i < NOWN_BACK; i++) {
+		snprintf(p, sizeof(p), "%s/own-back-%d", wdir, i);
+		own_back[i] = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		if (own_back[i] < 0 || ftruncate(own_back[i], own_back_size[i]))
+			return -1;
+		if (own_back_ro[i]) {
+			close(own_back[i]);
+			own_back[i] = open(p, O_RDONLY | O_CLOEXEC);
+		}
+	}
+	snprintf(own_mnt, sizeof(own_mnt), "%s/own", wdir);
+	if (mount("loop", own_mnt, "loop", 0, ""))
+		return -1;
+	snprintf(p, sizeof(p), "%s/loop-control", own_mnt);
+	own_ctl = open(p, O_RDWR | O_CLOEXEC);
+	if (own_ctl < 0)
+		return -1;
+	for (i = 0; i < NOWN; i++) {
+		own[i].fd = -1;
+		own[i].idx = i;
+		/* Another worker may hold max_loop_devices at 0 a moment. */
+		for (tries = 0; ioctl(own_ctl, LOOP_CTL_ADD, i) < 0; tries++)
+			if (errno != ENOSPC || tries > 1000)
+				return -1;
+			else
+				usleep(1000);
+		snprintf(p, sizeof(p), "%s/loop%d", own_mnt, i);
+		own[i].fd = open(p, O_RDWR | O_CLOEXEC);
+		if (own[i].fd < 0 || fstat(own[i].fd, &st))
+			return -1;
+	}
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+	n = readlink(p, link, sizeof(link) - 1);
+	if (n < 0)
+		return -1;
+	link[n] = 0;
+	if (!strrchr(link, '/') || sscanf(strrchr(link, '/') + 1, "loopfs%d-", &id) != 1)
+		return -1;
+	__atomic_store_n(&sh->own_id[worker_id], id + 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+static void own_teardown(void)
+{
+	int i;
+
+	for (i = 0; i < NOWN; i++)
+		if (own[i].fd >= 0)
+			close(own[i].fd);
+	if (own_ctl >= 0)
+		close(own_ctl);
+	if (!container)
+		umount2(own_mnt, MNT_DETACH);
+}
+
+/*
+ * Weighted draws, and every third operation the kind this worker ran
+ * least so far (one that found nothing to act on stays least), so that
+ * every kind gets its minimum count even on a slow, loaded guest.
+ */
 static enum op pick_op(void)
 {
 	static int total;
-	int i, r;
+	int i, r, least = -1;
+	long n, min = LONG_MAX;
+
+	if (opno % 3 == 0) {
+		for (i = 0; i < OP_MAX; i++) {
+			if (excluded[i])
+				continue;
+			n = mine[i];
+			if (n < min) {
+				min = n;
+				least = i;
+			}
+		}
+		if (least >= 0)
+			return least;
+	}
 
 	if (!total)
 		for (i = 0; i < OP_MAX; i++)
@@ -1070,6 +1670,12 @@ static void do_op(enum op op)
 	case OP_rename:
 	case OP_create: op_names(op); break;
 	case OP_sysctl: op_sysctl(); break;
+	case OP_own_bind:
+	case OP_own_bad:
+	case OP_own_clear:
+	case OP_own_io:
+	case OP_own_rebind:
+	case OP_own_status: op_own(op); break;
 	default: op_dev(op);
 	}
 }
@@ -1166,7 +1772,8 @@ static int enter_container(int w, uid_t uid)
 	return 0;
 }
 
-static void worker(int w, uint64_t seed, time_t deadline, uid_t container_uid)
+static void worker(int w, int nprocs, uint64_t seed, time_t deadline,
+		   uid_t container_uid)
 {
 	worker_id = w;
 	rs = seed + (uint64_t)w * 0x9E3779B97F4A7C15ULL;
@@ -1175,7 +1782,10 @@ static void worker(int w, uint64_t seed, time_t deadline, uid_t container_uid)
 	if (posix_memalign((void **)&buf, 4096, BUF_SIZE))
 		exit(2);
 	snprintf(wdir, sizeof(wdir), "%s/w%d", base, w);
-	if (mkdir(wdir, 0755) || (container_uid && chown(wdir, container_uid, container_uid))) {
+	snprintf(own_mnt, sizeof(own_mnt), "%s/own", wdir);
+	if (mkdir(wdir, 0755) || mkdir(own_mnt, 0755) ||
+	    (container_uid && (chown(wdir, container_uid, container_uid) ||
+			       chown(own_mnt, container_uid, container_uid)))) {
 		perror(wdir);
 		exit(2);
 	}
@@ -1185,11 +1795,21 @@ static void worker(int w, uint64_t seed, time_t deadline, uid_t container_uid)
 	}
 	container = container_uid != 0;
 	make_backing();
+	if (own_setup()) {
+		perror("own instance set-up");
+		exit(2);
+	}
+	/* No chaos op before every worker's own instance is known. */
+	__atomic_add_fetch(&sh->ready, 1, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&sh->ready, __ATOMIC_SEQ_CST) < nprocs &&
+	       !sh->stop && time(NULL) < deadline)
+		usleep(1000);
 	while (!sh->stop && time(NULL) < deadline) {
 		opno++;
 		do_op(pick_op());
 	}
 	snprintf(sh->cur[w], sizeof(sh->cur[0]), "done");
+	own_teardown();
 	exit(0);
 }
 
@@ -1344,7 +1964,7 @@ static int reload_module(void)
 static void parse_exclude(void)
 {
 	const char *ex = getenv("LOOPFS_FUZZ_EXCLUDE");
-	char tmp[512], *tok, *save;
+	char tmp[2048], *tok, *save;
 	int i;
 
 	if (!ex || !*ex)
@@ -1356,6 +1976,49 @@ static void parse_exclude(void)
 				excluded[i] = 1;
 }
 
+/*
+ * The per-operation table: calls, successes and each errno with its count.
+ * Counts the kinds not excluded (*kinds) and those that ran fewer than
+ * min_ops times (*few); returns the total.
+ */
+static long print_table(int *few, long min_ops, int *kinds)
+{
+	char line[1024];
+	long total = 0, n;
+	int i, e;
+	size_t len;
+
+	say("# %-14s %7s %7s  %s\n", "op", "count", "ok", "errno:count");
+	for (i = 0; i < OP_MAX; i++) {
+		n = sh->ok[i] + sh->err[i];
+		total += n;
+		if (!excluded[i]) {
+			(*kinds)++;
+			if (n < min_ops)
+				(*few)++;
+		} else if (!n) {
+			continue;
+		}
+		len = snprintf(line, sizeof(line), "# %-14s %7ld %7ld ", op_name[i],
+			       n, sh->ok[i]);
+		for (e = 0; e < NERRNO && len < sizeof(line) - 40; e++) {
+			const char *name = e ? strerrorname_np(e) : NULL;
+
+			if (!sh->errs[i][e])
+				continue;
+			if (name)
+				len += snprintf(line + len, sizeof(line) - len, " %s:%ld",
+						name, sh->errs[i][e]);
+			else
+				len += snprintf(line + len, sizeof(line) - len, " errno%d:%ld",
+						e, sh->errs[i][e]);
+		}
+		say("%s%s%s\n", line, excluded[i] ? "  (excluded)" : "",
+		    !excluded[i] && n < min_ops ? "  (too few)" : "");
+	}
+	return total;
+}
+
 int main(int argc, char **argv)
 {
 	const char *e;
@@ -1364,7 +2027,8 @@ int main(int argc, char **argv)
 	uid_t cuid;
 	pid_t pids[MAXPROCS];
 	time_t deadline, now;
-	long total = 0;
+	long total = 0, min_ops = 10;
+	int few = 0, kinds = 0;
 
 	/* argv[1], else LOOPFS_FUZZ_SECONDS, else 20 if LOOPFS_QUICK=1, else 120 */
 	e = getenv("LOOPFS_QUICK");
@@ -1379,6 +2043,9 @@ int main(int argc, char **argv)
 		seed = strtoull(e, NULL, 0);
 	else
 		seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
+	e = getenv("LOOPFS_FUZZ_MIN_OPS");
+	if (e && *e)
+		min_ops = atol(e);
 	trace = getenv("LOOPFS_FUZZ_TRACE") != NULL;
 	parse_exclude();
 	rs = seed ? seed : 1;
@@ -1387,7 +2054,7 @@ int main(int argc, char **argv)
 	if (e && atoi(e) >= 1 && atoi(e) <= MAXPROCS)
 		nprocs = atoi(e);
 
-	printf("TAP version 13\n1..5\n");
+	printf("TAP version 13\n1..7\n");
 	say("# seed %llu (reproduce: LOOPFS_FUZZ_SEED=%llu), %d s, %d processes\n",
 	    (unsigned long long)seed, (unsigned long long)seed, seconds, nprocs);
 	for (i = 0; i < X_MAX; i++)
@@ -1427,7 +2094,7 @@ int main(int argc, char **argv)
 		sh->beat[i] = time(NULL);
 		pids[i] = fork();
 		if (pids[i] == 0)
-			worker(i, seed, deadline, i == nprocs - 1 ? cuid : 0);
+			worker(i, nprocs, seed, deadline, i == nprocs - 1 ? cuid : 0);
 	}
 	/* Watchdog: a worker stuck in one call for 60 s is a hang. */
 	for (;;) {
@@ -1464,18 +2131,20 @@ int main(int argc, char **argv)
 	}
 	sh->stop = 1;
 
-	for (i = 0; i < OP_MAX; i++) {
-		if (!sh->ok[i] && !sh->err[i])
-			continue;
-		total += sh->ok[i] + sh->err[i];
-		say("# ops: %-14s %8ld ok %8ld failed\n", op_name[i], sh->ok[i], sh->err[i]);
-	}
-	say("# ops: total %ld in %d s (seed %llu)\n", total, seconds,
-	    (unsigned long long)seed);
-	for (i = 0; i < sh->ndiag && i < NDIAG; i++)
-		say("# unexpected: %s\n", sh->diag[i]);
-	tap(sh->unexpected == 0, "every call succeeded or failed with an allowed errno (%ld unexpected)",
+	total = print_table(&few, min_ops, &kinds);
+	say("# ops: total %ld in %d s (seed %llu), %ld results judged against the model, %ld read-backs compared\n",
+	    total, seconds, (unsigned long long)seed, sh->judged, sh->verified);
+	for (i = 0; i < 2 * NDIAG; i++)
+		if (i % NDIAG < sh->ndiag[i / NDIAG])
+			say("# unexpected: %s\n", sh->diag[i / NDIAG][i % NDIAG]);
+	tap(sh->unexpected == 0, "every chaos call succeeded or failed with an allowed errno (%ld unexpected)",
 	    sh->unexpected);
+	tap(sh->misjudged == 0 && sh->judged > 0 && sh->verified > 0,
+	    "every call on a worker's own devices matched the model (%ld of %ld judged results wrong, %ld read-backs)",
+	    sh->misjudged, sh->judged, sh->verified);
+	tap(kinds > 0 && total > 0 && few == 0,
+	    "each of the %d operation kinds not excluded ran at least %ld times (%d ran fewer)",
+	    kinds, min_ops, few);
 	tap(!hung && !died, "no worker stuck in a call or dead (%d died)", died);
 
 	write_sysctl("255");
@@ -1490,5 +2159,6 @@ int main(int argc, char **argv)
 	tap(unmounted >= 0, "every instance unmounts");
 	tap(clean, "no loopfs disk left in /sys/block, module refcount 0");
 	tap(!hung && reload_module() == 0, "rmmod loopfs and insmod again");
-	return sh->unexpected || hung || died || !clean ? 1 : 0;
+	return sh->unexpected || sh->misjudged || !sh->judged || !sh->verified ||
+	       few || !kinds || !total || hung || died || !clean ? 1 : 0;
 }

@@ -1,6 +1,6 @@
 #!/bin/bash
 # loopfs-timeout: 900
-# ioctl and mount fuzzer for loopfs (issue 8): builds tests/fuzz/fuzz.c into a
+# ioctl and mount fuzzer for loopfs: builds tests/fuzz/fuzz.c into a
 # temporary directory and runs it for LOOPFS_FUZZ_SECONDS (default 120, or 20
 # with LOOPFS_QUICK=1; 300 on the check-debug kernel).  The seed
 # is printed; LOOPFS_FUZZ_SEED=<seed> replays it (see fuzz.c for the rest).
@@ -16,9 +16,14 @@ if ! gcc -O2 -Wall -Werror -o "$out/fuzz" "$src/tests/fuzz/fuzz.c" 2>"$out/cc.lo
 	exit 1
 fi
 # The check-debug kernel (tests/debug/) gets the long run even with
-# LOOPFS_QUICK.  LOOPFS_FUZZ_EXCLUDE (names as in the "# ops:" lines, or
-# argument kinds, see fuzz.c) steps around a known bug while it is open;
-# none is open now.
+# LOOPFS_QUICK.  LOOPFS_FUZZ_EXCLUDE (names as in the table's op column, or
+# argument kinds, see fuzz.c) steps around a known bug while it is open.
+# Open now: shim_configure() refuses LOOP_SET_FD/LOOP_CONFIGURE on a bound
+# device with EBUSY but on that error path resets the device's offset, size
+# limit and flags (LO_FLAGS_READ_ONLY too) while it stays bound, so its I/O
+# moves to another place in the backing file.  Set LOOPFS_FUZZ_EXCLUDE= (empty)
+# to see it.
+export LOOPFS_FUZZ_EXCLUDE=${LOOPFS_FUZZ_EXCLUDE-bound_config}
 case $(uname -r) in
 *-loopfs-debug)
 	export LOOPFS_FUZZ_SECONDS=${LOOPFS_FUZZ_SECONDS:-300}
