@@ -19,6 +19,7 @@
 #include <linux/blk-mq.h>
 #include <linux/capability.h>
 #include <linux/compat.h>
+#include <linux/cred.h>
 #include <linux/falloc.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -232,9 +233,18 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 			cmd->iocb.ki_complete = shim_aio_complete;
 		}
 		if (cmd->write) {
+			const struct cred *cred;
+
 			if (!shim_start_write(cmd, nowait))
 				return -EAGAIN;
+			/*
+			 * Checks made on the way (suid/sgid removal, quota and
+			 * reserved blocks) are the opener's, not those of the
+			 * task or worker serving the request.
+			 */
+			cred = override_creds(file->f_cred);
 			ret = file->f_op->write_iter(&cmd->iocb, &cmd->iter);
+			revert_creds(cred);
 		} else {
 			ret = file->f_op->read_iter(&cmd->iocb, &cmd->iter);
 		}
@@ -338,7 +348,7 @@ static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
 	return 0;
 }
 
-static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
+static int shim_do_blocking_op(struct loop_dev *ldev, struct request *rq)
 {
 	int ret;
 
@@ -359,6 +369,18 @@ static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
 	default:
 		return -EIO;
 	}
+}
+
+static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
+{
+	const struct cred *cred;
+	int ret;
+
+	/* As for writes: the opener's rights, not the worker's. */
+	cred = override_creds(ldev->file->f_cred);
+	ret = shim_do_blocking_op(ldev, rq);
+	revert_creds(cred);
+	return ret;
 }
 
 static void shim_end_request(struct shim_cmd *cmd, int ret)
@@ -557,9 +579,28 @@ static int shim_check_backing(struct file *file)
 {
 	if (!file->f_op->read_iter)
 		return -EINVAL;
+	/* A device reads its file: never through an fd not open for reading. */
+	if (!(file->f_mode & FMODE_READ))
+		return -EBADF;
 	if ((file->f_mode & FMODE_WRITE) && !file->f_op->write_iter)
 		return -EINVAL;
 	return 0;
+}
+
+/*
+ * Device writes land at any offset of the file: only a file its opener may
+ * write anywhere gives a writable device. An O_APPEND fd, an append-only or
+ * an immutable file gives a read-only one, as an fd without write access
+ * does.
+ */
+static bool shim_file_writable(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	if (!(file->f_mode & FMODE_WRITE) || !file->f_op->write_iter)
+		return false;
+	return !(file->f_flags & O_APPEND) && !IS_APPEND(inode) &&
+	       !IS_IMMUTABLE(inode);
 }
 
 static void shim_discard_config(struct loop_dev *ldev, unsigned int bsize,
@@ -843,8 +884,7 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	if (err)
 		goto out_unlock;
 	ldev->flags = config->info.lo_flags;
-	if (!(file->f_mode & FMODE_WRITE) || !(mode & LOOPFS_MODE_WRITE) ||
-	    !file->f_op->write_iter)
+	if (!shim_file_writable(file) || !(mode & LOOPFS_MODE_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
