@@ -554,18 +554,34 @@ static bool shim_is_ours(struct file *file)
 	return S_ISBLK(inode->i_mode) && imajor(inode) == shim_major;
 }
 
-/* Refuse a backing file that is, or is stacked on, the device itself. */
+/*
+ * Refuse a backing file that is, or is stacked on, the device itself: a
+ * device node of it (EBADF) or of a device whose chain of backing files
+ * leads back to it, or a file on a filesystem mounted from one of these
+ * (EINVAL). The device would wait on its own I/O.
+ */
 static int shim_validate_file(struct file *file, struct block_device *bdev)
 {
 	struct file *f = file;
 
 	lockdep_assert_held(&ldev_chain_lock);
-	while (shim_is_ours(f)) {
+	for (;;) {
+		struct inode *inode = f->f_mapping->host;
+		struct block_device *below;
 		struct loop_dev *l;
 
-		if (f->f_mapping->host->i_rdev == bdev->bd_dev)
-			return -EBADF;
-		l = I_BDEV(f->f_mapping->host)->bd_disk->private_data;
+		if (shim_is_ours(f)) {
+			if (inode->i_rdev == bdev->bd_dev)
+				return -EBADF;
+			below = I_BDEV(inode);
+		} else {
+			below = inode->i_sb->s_bdev;
+			if (!below || below->bd_disk->fops != &shim_fops)
+				break;
+			if (below->bd_disk == bdev->bd_disk)
+				return -EINVAL;
+		}
+		l = below->bd_disk->private_data;
 		if (l->state != LD_BOUND)
 			return -EINVAL;
 		f = l->file;
