@@ -201,12 +201,34 @@ static int shim_rw_result(struct shim_cmd *cmd, loff_t done)
 	return 0;
 }
 
+/* Point cmd->iter at cmd->pos, whatever the filesystem did to it. */
+static void shim_rewind(struct shim_cmd *cmd)
+{
+	cmd->iter = cmd->iter_start;
+	iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
+}
+
+/* Refusals of IOCB_NOWAIT: no I/O error, the worker tries again. */
+static bool shim_nowait_refused(long ret)
+{
+	return ret == -EAGAIN || ret == -EOPNOTSUPP || ret == -EINVAL;
+}
+
+static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd);
+
 static void shim_aio_complete(struct kiocb *iocb, long ret)
 {
 	struct shim_cmd *cmd = container_of(iocb, struct shim_cmd, iocb);
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
 	if (cmd->write)
 		shim_end_write(cmd);
+	if ((iocb->ki_flags & IOCB_NOWAIT) &&
+	    (ret == -EAGAIN || ret == -EOPNOTSUPP)) {
+		shim_rewind(cmd);
+		shim_defer(rq->mq_hctx->driver_data, cmd);
+		return;
+	}
 	if (ret < 0)
 		cmd->ret = ret;
 	else
@@ -224,6 +246,10 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 	struct file *file = ldev->file;
 	ssize_t ret;
 
+	/* Elsewhere a buffered IOCB_NOWAIT write fails: the worker's job. */
+	if (nowait && cmd->write && !ldev->use_dio &&
+	    !compat_file_buf_wasync(file))
+		return -EAGAIN;
 	while (iov_iter_count(&cmd->iter)) {
 		init_sync_kiocb(&cmd->iocb, file);
 		cmd->iocb.ki_pos = cmd->pos;
@@ -252,16 +278,16 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 			return ret;
 		if (cmd->write)
 			shim_end_write(cmd);
-		if (nowait && (ret == -EAGAIN || ret == -EOPNOTSUPP))
+		if (nowait && shim_nowait_refused(ret)) {
+			shim_rewind(cmd);
 			return -EAGAIN;
+		}
 		if (ret < 0)
 			return ret;
 		if (ret == 0)
 			break;
 		cmd->pos += ret;
-		/* Keep the iterator exact whatever the filesystem did to it. */
-		cmd->iter = cmd->iter_start;
-		iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
+		shim_rewind(cmd);
 	}
 	return shim_rw_result(cmd, cmd->pos - cmd->start_pos);
 }
@@ -442,11 +468,14 @@ static bool shim_queue_empty(struct shim_queue *sq)
 	return list_empty_careful(&sq->list);
 }
 
+/* Also called from a direct-I/O completion, maybe in interrupt context. */
 static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 {
-	spin_lock_irq(&sq->lock);
+	unsigned long flags;
+
+	spin_lock_irqsave(&sq->lock, flags);
 	list_add_tail(&cmd->node, &sq->list);
-	spin_unlock_irq(&sq->lock);
+	spin_unlock_irqrestore(&sq->lock, flags);
 	queue_work(shim_wq, &sq->work);
 }
 
