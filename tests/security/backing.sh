@@ -1,5 +1,6 @@
 #!/bin/bash
 # shellcheck disable=SC2016  # tenant scripts expand in the tenant
+# loopfs-timeout: 900
 # What a backing file may be and what I/O through it may do, attacked by a
 # tenant: the unprivileged uid as root of its own user namespace
 # (`unshare -Urm`), with its own instance. Each tenant run mounts a fresh
@@ -216,6 +217,58 @@ fs_ext4() {
 	klog_clean_since "$log"
 }
 
+# A device must not end up serving its I/O through a file on a filesystem
+# mounted from itself, directly or through a second device: its worker
+# would wait on itself. Only the host can mount such a filesystem, so host
+# root attacks here. Should LOOP_CHANGE_FD wrongly succeed, the old file is
+# put back before anything reads through the cycle.
+cycle_setup() {
+	local n d1
+	mkdir -p "$w/hmnt" "$w/c1"
+	mountpoint -q "$w/hmnt" || mount -t loop loop "$w/hmnt"
+	# ext4 in the first 16 MiB of 32; a sparse 32 MiB file in it, the
+	# size LOOP_CHANGE_FD demands.
+	truncate -s 32M "$w/outer.img"
+	mkfs.ext4 -q -F "$w/outer.img" 16M
+	mount -o loop "$w/outer.img" "$w/c1"
+	truncate -s 32M "$w/c1/inner"
+	umount "$w/c1"
+	n=$("$B" getfree "$w/hmnt/loop-control")
+	d1=$w/hmnt/loop$n
+	expect_eq "ok ro=1" "$("$B" setfd "$d1" "$w/outer.img" r)" "bind outer"
+	mount -o ro,noload "$d1" "$w/c1"
+	ln -s "$d1" "$w/cyc-d1"
+}
+
+# change_back_if_ok OUT DEV: undo a LOOP_CHANGE_FD that answered ok.
+change_back_if_ok() {
+	[ "$1" = ok ] && "$B" change "$2" "$w/outer.img" r
+	return 0
+}
+
+cycle_direct() {
+	local d1 out
+	d1=$(readlink "$w/cyc-d1")
+	out=$("$B" change "$d1" "$w/c1/inner" r)
+	change_back_if_ok "$out" "$d1"
+	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a file on its own filesystem"
+}
+
+cycle_chain() {
+	local n d1 d2 out
+	d1=$(readlink "$w/cyc-d1")
+	n=$("$B" getfree "$w/hmnt/loop-control")
+	d2=$w/hmnt/loop$n
+	expect_eq "ok ro=1" "$("$B" setfd "$d2" "$w/c1/inner" r)" "bind inner"
+	# Through the host's node: a node opened through loopfs cannot back.
+	out=$("$B" change "$d1" "/dev/$(disk_name "$d2")" r)
+	change_back_if_ok "$out" "$d1"
+	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a device on its own filesystem"
+	"$B" clr "$d2" >/dev/null
+	umount "$w/c1"
+	"$B" clr "$d1" >/dev/null
+}
+
 nr_disks() { find /sys/block -maxdepth 1 -name 'loopfs*' | wc -l; }
 
 # Every tenant's instance went with its mount namespace.
@@ -236,13 +289,14 @@ cleanup() {
 		umount "$w/e-$fs" 2>/dev/null
 		umount "$w/fs-$fs" 2>/dev/null
 	done
+	umount "$w/c1" 2>/dev/null
 	umount "$w/hmnt" 2>/dev/null
 	umount "$w/ext4" 2>/dev/null
 	rm -rf "$w"
 }
 
 disks_before=$(nr_disks)
-tap_plan 20
+tap_plan 23
 run_test "host side: files, ext4 via the stock driver, active swap file" setup
 run_test "tenant: one run of every step in its own user namespace" run_tenant
 run_test "LOOP_SET_FD with an O_WRONLY fd: EBADF, nothing read" wronly_setfd
@@ -260,6 +314,9 @@ for fs in f2fs xfs btrfs; do
 	run_test "$fs backing: 4 KiB writes at depth 1 and 32 verify, no I/O error" fs_fio "$fs"
 	run_test "$fs backing: mkfs.ext4, a file, fsck -fn clean, same data after remount" fs_ext4 "$fs"
 done
+run_test "cycle: host mounts ext4 from a device, read-only" cycle_setup
+run_test "cycle: LOOP_CHANGE_FD to a file on the device's own filesystem: EINVAL" cycle_direct
+run_test "cycle: LOOP_CHANGE_FD to a device backed by a file on it: EINVAL, nothing hangs" cycle_chain
 run_test "no loopfs disk left once the tenant and the host instance are gone" nothing_left
 cleanup
 tap_done
