@@ -246,14 +246,6 @@ change_back_if_ok() {
 	return 0
 }
 
-cycle_direct() {
-	local d1 out
-	d1=$(readlink "$w/cyc-d1")
-	out=$("$B" change "$d1" "$w/c1/inner" r)
-	change_back_if_ok "$out" "$d1"
-	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a file on its own filesystem"
-}
-
 cycle_chain() {
 	local n d1 d2 out
 	d1=$(readlink "$w/cyc-d1")
@@ -263,10 +255,18 @@ cycle_chain() {
 	# Through the host's node: a node opened through loopfs cannot back.
 	out=$("$B" change "$d1" "/dev/$(disk_name "$d2")" r)
 	change_back_if_ok "$out" "$d1"
-	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a device on its own filesystem"
 	"$B" clr "$d2" >/dev/null
+	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a device on its own filesystem"
+}
+
+cycle_direct() {
+	local d1 out
+	d1=$(readlink "$w/cyc-d1")
+	out=$("$B" change "$d1" "$w/c1/inner" r)
+	change_back_if_ok "$out" "$d1"
 	umount "$w/c1"
 	"$B" clr "$d1" >/dev/null
+	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a file on its own filesystem"
 }
 
 nr_disks() { find /sys/block -maxdepth 1 -name 'loopfs*' | wc -l; }
@@ -315,8 +315,8 @@ for fs in f2fs xfs btrfs; do
 	run_test "$fs backing: mkfs.ext4, a file, fsck -fn clean, same data after remount" fs_ext4 "$fs"
 done
 run_test "cycle: host mounts ext4 from a device, read-only" cycle_setup
-run_test "cycle: LOOP_CHANGE_FD to a file on the device's own filesystem: EINVAL" cycle_direct
-run_test "cycle: LOOP_CHANGE_FD to a device backed by a file on it: EINVAL, nothing hangs" cycle_chain
+run_test "cycle: LOOP_CHANGE_FD to a device backed by a file on it: EINVAL" cycle_chain
+run_test "cycle: LOOP_CHANGE_FD to a file on the device's own filesystem: EINVAL, nothing hangs" cycle_direct
 run_test "no loopfs disk left once the tenant and the host instance are gone" nothing_left
 cleanup
 tap_done
