@@ -112,6 +112,8 @@ int main(int argc, char **argv)
 		return result(file);
 	}
 	wait_go();
+	if (!strcmp(argv[1], "change"))
+		return result(ioctl(dev, LOOP_CHANGE_FD, file));
 	if (!strcmp(argv[1], "setfd")) {
 		ret = ioctl(dev, LOOP_SET_FD, file);
 	} else if (!strcmp(argv[1], "configure")) {
@@ -121,8 +123,6 @@ int main(int argc, char **argv)
 		cfg.fd = file;
 		/* No LO_FLAGS_READ_ONLY: the driver decides. */
 		ret = ioctl(dev, LOOP_CONFIGURE, &cfg);
-	} else if (!strcmp(argv[1], "change")) {
-		return result(ioctl(dev, LOOP_CHANGE_FD, file));
 	} else {
 		goto usage;
 	}
