@@ -624,8 +624,13 @@ static int shim_check_backing(struct file *file)
 {
 	if (!file->f_op->read_iter)
 		return -EINVAL;
-	/* A device reads its file: never through an fd not open for reading. */
-	if (!(file->f_mode & FMODE_READ))
+	/*
+	 * A device reads its file: never through an fd not open for reading.
+	 * (Other file types get the in-tree driver's EINVAL further on.)
+	 */
+	if (!(file->f_mode & FMODE_READ) &&
+	    (S_ISREG(file_inode(file)->i_mode) ||
+	     S_ISBLK(file_inode(file)->i_mode)))
 		return -EBADF;
 	if ((file->f_mode & FMODE_WRITE) && !file->f_op->write_iter)
 		return -EINVAL;
