@@ -182,7 +182,7 @@ fs_fio() {
 	truncate -s "$size" "$w/$fs.img"
 	"mkfs.$fs" -q "$w/$fs.img" >/dev/null
 	mount -o loop "$w/$fs.img" "$w/fs-$fs"
-	truncate -s 48M "$w/fs-$fs/back"
+	truncate -s 16M "$w/fs-$fs/back"
 	n=$("$B" getfree "$w/hmnt/loop-control")
 	d=$w/hmnt/loop$n
 	ln -s "$d" "$w/dev-$fs"
@@ -202,7 +202,7 @@ fs_ext4() {
 	local fs=$1 d log
 	log=$(dmesg_lines)
 	d=$(readlink "$w/dev-$fs")
-	[ -s "$w/data" ] || head -c 4M /dev/urandom >"$w/data"
+	[ -s "$w/data" ] || head -c 1M /dev/urandom >"$w/data"
 	mkfs.ext4 -q -F "$d"
 	mkdir -p "$w/e-$fs"
 	mount "$d" "$w/e-$fs"
