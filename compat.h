@@ -190,6 +190,19 @@ static inline int compat_block_size_arg(unsigned long arg, unsigned int *bsize)
 #endif
 }
 
+/*
+ * Whether buffered writes to @file honour IOCB_NOWAIT (elsewhere such a
+ * write fails with -EINVAL): an f_mode bit on 6.1, an f_op flag since 6.11.
+ */
+static inline bool compat_file_buf_wasync(struct file *file)
+{
+#ifdef LOOPFS_HAVE_FOP_BUFFER_WASYNC
+	return file->f_op->fop_flags & FOP_BUFFER_WASYNC;
+#else
+	return file->f_mode & FMODE_BUF_WASYNC;
+#endif
+}
+
 /* 6.6 added simple_inode_init_ts(); older kernels set the times by hand. */
 static inline void compat_inode_init_ts(struct inode *inode)
 {

@@ -19,6 +19,7 @@
 #include <linux/blk-mq.h>
 #include <linux/capability.h>
 #include <linux/compat.h>
+#include <linux/cred.h>
 #include <linux/falloc.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -200,12 +201,34 @@ static int shim_rw_result(struct shim_cmd *cmd, loff_t done)
 	return 0;
 }
 
+/* Point cmd->iter at cmd->pos, whatever the filesystem did to it. */
+static void shim_rewind(struct shim_cmd *cmd)
+{
+	cmd->iter = cmd->iter_start;
+	iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
+}
+
+/* Refusals of IOCB_NOWAIT: no I/O error, the worker tries again. */
+static bool shim_nowait_refused(long ret)
+{
+	return ret == -EAGAIN || ret == -EOPNOTSUPP || ret == -EINVAL;
+}
+
+static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd);
+
 static void shim_aio_complete(struct kiocb *iocb, long ret)
 {
 	struct shim_cmd *cmd = container_of(iocb, struct shim_cmd, iocb);
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
 	if (cmd->write)
 		shim_end_write(cmd);
+	if ((iocb->ki_flags & IOCB_NOWAIT) &&
+	    (ret == -EAGAIN || ret == -EOPNOTSUPP)) {
+		shim_rewind(cmd);
+		shim_defer(rq->mq_hctx->driver_data, cmd);
+		return;
+	}
 	if (ret < 0)
 		cmd->ret = ret;
 	else
@@ -223,6 +246,10 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 	struct file *file = ldev->file;
 	ssize_t ret;
 
+	/* Elsewhere a buffered IOCB_NOWAIT write fails: the worker's job. */
+	if (nowait && cmd->write && !ldev->use_dio &&
+	    !compat_file_buf_wasync(file))
+		return -EAGAIN;
 	while (iov_iter_count(&cmd->iter)) {
 		init_sync_kiocb(&cmd->iocb, file);
 		cmd->iocb.ki_pos = cmd->pos;
@@ -232,9 +259,18 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 			cmd->iocb.ki_complete = shim_aio_complete;
 		}
 		if (cmd->write) {
+			const struct cred *cred;
+
 			if (!shim_start_write(cmd, nowait))
 				return -EAGAIN;
+			/*
+			 * Checks made on the way (suid/sgid removal, quota and
+			 * reserved blocks) are the opener's, not those of the
+			 * task or worker serving the request.
+			 */
+			cred = override_creds(file->f_cred);
 			ret = file->f_op->write_iter(&cmd->iocb, &cmd->iter);
+			revert_creds(cred);
 		} else {
 			ret = file->f_op->read_iter(&cmd->iocb, &cmd->iter);
 		}
@@ -242,16 +278,16 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 			return ret;
 		if (cmd->write)
 			shim_end_write(cmd);
-		if (nowait && (ret == -EAGAIN || ret == -EOPNOTSUPP))
+		if (nowait && shim_nowait_refused(ret)) {
+			shim_rewind(cmd);
 			return -EAGAIN;
+		}
 		if (ret < 0)
 			return ret;
 		if (ret == 0)
 			break;
 		cmd->pos += ret;
-		/* Keep the iterator exact whatever the filesystem did to it. */
-		cmd->iter = cmd->iter_start;
-		iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
+		shim_rewind(cmd);
 	}
 	return shim_rw_result(cmd, cmd->pos - cmd->start_pos);
 }
@@ -338,7 +374,7 @@ static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
 	return 0;
 }
 
-static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
+static int shim_do_blocking_op(struct loop_dev *ldev, struct request *rq)
 {
 	int ret;
 
@@ -359,6 +395,18 @@ static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
 	default:
 		return -EIO;
 	}
+}
+
+static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
+{
+	const struct cred *cred;
+	int ret;
+
+	/* As for writes: the opener's rights, not the worker's. */
+	cred = override_creds(ldev->file->f_cred);
+	ret = shim_do_blocking_op(ldev, rq);
+	revert_creds(cred);
+	return ret;
 }
 
 static void shim_end_request(struct shim_cmd *cmd, int ret)
@@ -420,11 +468,14 @@ static bool shim_queue_empty(struct shim_queue *sq)
 	return list_empty_careful(&sq->list);
 }
 
+/* Also called from a direct-I/O completion, maybe in interrupt context. */
 static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 {
-	spin_lock_irq(&sq->lock);
+	unsigned long flags;
+
+	spin_lock_irqsave(&sq->lock, flags);
 	list_add_tail(&cmd->node, &sq->list);
-	spin_unlock_irq(&sq->lock);
+	spin_unlock_irqrestore(&sq->lock, flags);
 	queue_work(shim_wq, &sq->work);
 }
 
@@ -532,18 +583,34 @@ static bool shim_is_ours(struct file *file)
 	return S_ISBLK(inode->i_mode) && imajor(inode) == shim_major;
 }
 
-/* Refuse a backing file that is, or is stacked on, the device itself. */
+/*
+ * Refuse a backing file that is, or is stacked on, the device itself: a
+ * device node of it (EBADF) or of a device whose chain of backing files
+ * leads back to it, or a file on a filesystem mounted from one of these
+ * (EINVAL). The device would wait on its own I/O.
+ */
 static int shim_validate_file(struct file *file, struct block_device *bdev)
 {
 	struct file *f = file;
 
 	lockdep_assert_held(&ldev_chain_lock);
-	while (shim_is_ours(f)) {
+	for (;;) {
+		struct inode *inode = f->f_mapping->host;
+		struct block_device *below;
 		struct loop_dev *l;
 
-		if (f->f_mapping->host->i_rdev == bdev->bd_dev)
-			return -EBADF;
-		l = I_BDEV(f->f_mapping->host)->bd_disk->private_data;
+		if (shim_is_ours(f)) {
+			if (inode->i_rdev == bdev->bd_dev)
+				return -EBADF;
+			below = I_BDEV(inode);
+		} else {
+			below = inode->i_sb->s_bdev;
+			if (!below || below->bd_disk->fops != &shim_fops)
+				break;
+			if (below->bd_disk == bdev->bd_disk)
+				return -EINVAL;
+		}
+		l = below->bd_disk->private_data;
 		if (l->state != LD_BOUND)
 			return -EINVAL;
 		f = l->file;
@@ -557,9 +624,33 @@ static int shim_check_backing(struct file *file)
 {
 	if (!file->f_op->read_iter)
 		return -EINVAL;
+	/*
+	 * A device reads its file: never through an fd not open for reading.
+	 * (Other file types get the in-tree driver's EINVAL further on.)
+	 */
+	if (!(file->f_mode & FMODE_READ) &&
+	    (S_ISREG(file_inode(file)->i_mode) ||
+	     S_ISBLK(file_inode(file)->i_mode)))
+		return -EBADF;
 	if ((file->f_mode & FMODE_WRITE) && !file->f_op->write_iter)
 		return -EINVAL;
 	return 0;
+}
+
+/*
+ * Device writes land at any offset of the file: only a file its opener may
+ * write anywhere gives a writable device. An O_APPEND fd, an append-only or
+ * an immutable file gives a read-only one, as an fd without write access
+ * does.
+ */
+static bool shim_file_writable(struct file *file)
+{
+	struct inode *inode = file_inode(file);
+
+	if (!(file->f_mode & FMODE_WRITE) || !file->f_op->write_iter)
+		return false;
+	return !(file->f_flags & O_APPEND) && !IS_APPEND(inode) &&
+	       !IS_IMMUTABLE(inode);
 }
 
 static void shim_discard_config(struct loop_dev *ldev, unsigned int bsize,
@@ -843,8 +934,7 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	if (err)
 		goto out_unlock;
 	ldev->flags = config->info.lo_flags;
-	if (!(file->f_mode & FMODE_WRITE) || !(mode & LOOPFS_MODE_WRITE) ||
-	    !file->f_op->write_iter)
+	if (!shim_file_writable(file) || !(mode & LOOPFS_MODE_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);

@@ -16,6 +16,7 @@ pkgs=(
 	qemu-system-x86 busybox-static cpio kmod
 	# what the suites run inside the guests (the host root is the guest's userland)
 	util-linux mount fdisk e2fsprogs fio procps coreutils uidmap
+	f2fs-tools xfsprogs btrfs-progs
 	libseccomp-dev fuse2fs fuse3 gnuplot-nox
 )
 
