@@ -102,6 +102,12 @@ struct loop_dev {
 	spinlock_t file_lock;
 
 	struct work_struct destroy_work;
+	/*
+	 * The queues' workers run here, not on a workqueue shared by every
+	 * device: requests stalled on one device's backing must not use up
+	 * the concurrency other devices (other tenants) need.
+	 */
+	struct workqueue_struct *wq;
 	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
 };
 
@@ -425,7 +431,7 @@ static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 	spin_lock_irq(&sq->lock);
 	list_add_tail(&cmd->node, &sq->list);
 	spin_unlock_irq(&sq->lock);
-	queue_work(shim_wq, &sq->work);
+	queue_work(sq->ldev->wq, &sq->work);
 }
 
 /*
@@ -1399,12 +1405,9 @@ static void shim_release(struct gendisk *disk)
 static void shim_free_disk(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
-	int i;
 
 	/* A worker may still be leaving after ending the last request. */
-	for (i = 0; i < SHIM_MAX_HW_QUEUES; i++)
-		cancel_work_sync(&ldev->queues[i].work);
-
+	destroy_workqueue(ldev->wq);
 	blk_mq_free_tag_set(&ldev->tag_set);
 	ida_free(&shim_minor_ida, ldev->minor_id);
 	ldev->ops->released(ldev);
@@ -1478,12 +1481,16 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 		sq->ldev = ldev;
 	}
 
+	ldev->wq = alloc_workqueue("%s", WQ_UNBOUND | WQ_FREEZABLE, 0,
+				   cfg->disk_name);
+	if (!ldev->wq)
+		goto out_free;
 	ldev->minor_id = ida_alloc_max(&shim_minor_ida,
 				       (MINORMASK + 1) / SHIM_MINORS - 1,
 				       GFP_KERNEL);
 	if (ldev->minor_id < 0) {
 		err = ldev->minor_id == -ENOSPC ? -ENOSPC : -ENOMEM;
-		goto out_free;
+		goto out_wq;
 	}
 	err = shim_init_tag_set(ldev);
 	if (err)
@@ -1525,6 +1532,8 @@ out_tags:
 	blk_mq_free_tag_set(&ldev->tag_set);
 out_minor:
 	ida_free(&shim_minor_ida, ldev->minor_id);
+out_wq:
+	destroy_workqueue(ldev->wq);
 out_free:
 	kfree(ldev);
 	return ERR_PTR(err);
