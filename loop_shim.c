@@ -623,8 +623,11 @@ static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 	return SHIM_IO_WORKER;
 }
 
-/* Caller holds ->lock; the queue is frozen when the device is bound. */
-static void shim_update_dio(struct loop_dev *ldev, bool dio)
+/*
+ * Caller holds ->lock; the queue is frozen when the device is bound.
+ * Switching between buffered and direct I/O syncs the file when @sync.
+ */
+static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 {
 	struct file *file = ldev->file;
 	struct block_device *backing = shim_backing_bdev(file);
@@ -634,7 +637,7 @@ static void shim_update_dio(struct loop_dev *ldev, bool dio)
 	if (use && backing && (lbs < bdev_logical_block_size(backing) ||
 			       (ldev->offset & (bdev_logical_block_size(backing) - 1))))
 		use = false;
-	if (use != ldev->use_dio)
+	if (sync && use != ldev->use_dio)
 		vfs_fsync(file, 0);
 	ldev->use_dio = use;
 	if (use)
@@ -642,6 +645,27 @@ static void shim_update_dio(struct loop_dev *ldev, bool dio)
 	else
 		ldev->flags &= ~LO_FLAGS_DIRECT_IO;
 	ldev->io_mode = shim_pick_io_mode(ldev);
+}
+
+static void shim_update_dio(struct loop_dev *ldev, bool dio)
+{
+	__shim_update_dio(ldev, dio, true);
+}
+
+/*
+ * Freeze @q, waiting for requests in flight, which may wait on the backing
+ * file for as long as it pleases; -EINTR, unfrozen, on a fatal signal.
+ */
+static int shim_freeze_killable(struct request_queue *q)
+{
+	blk_freeze_queue_start(q);
+	while (!blk_mq_freeze_queue_wait_timeout(q, HZ / 10)) {
+		if (fatal_signal_pending(current)) {
+			blk_mq_unfreeze_queue(q);
+			return -EINTR;
+		}
+	}
+	return 0;
 }
 
 static void shim_set_capacity(struct loop_dev *ldev, sector_t sectors)
@@ -824,14 +848,32 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	err = shim_check_backing(file);
 	if (err)
 		goto out_putf;
+	/*
+	 * Direct I/O starts with a sync of the file, which may wait on its
+	 * filesystem for good: done here, before any lock is taken.
+	 */
+	if ((config->info.lo_flags & LO_FLAGS_DIRECT_IO) &&
+	    (file->f_mode & FMODE_CAN_ODIRECT)) {
+		vfs_fsync(file, 0);
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			goto out_putf;
+		}
+	}
 	/* Nobody may change the device under an exclusive opener. */
 	if (!(mode & LOOPFS_MODE_EXCL)) {
 		err = compat_prepare_to_claim(bdev, shim_configure);
 		if (err)
 			goto out_putf;
 	}
-	mutex_lock(&ldev_chain_lock);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out_claim;
+	err = mutex_lock_killable(&ldev_chain_lock);
+	if (err) {
+		mutex_unlock(&ldev->lock);
+		goto out_claim;
+	}
 	err = -EBUSY;
 	if (ldev->state != LD_UNBOUND)
 		goto out_unlock;
@@ -865,7 +907,8 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	ldev->use_dio = false;
 	err = shim_apply_limits(ldev, config->block_size);
 	if (!err)
-		shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO);
+		__shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
+				  false);
 	if (err) {
 		mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
 		shim_set_file(ldev, NULL);
@@ -876,12 +919,12 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
 	/* Publish file and I/O mode before the state (shim_queue_rq). */
 	smp_store_release(&ldev->state, LD_BOUND);
+	mutex_unlock(&ldev_chain_lock);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	compat_set_partscan(ldev->disk, partscan);
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	mutex_unlock(&ldev->lock);
-	mutex_unlock(&ldev_chain_lock);
 
 	if (partscan)
 		shim_reread_partitions(ldev);
@@ -894,8 +937,9 @@ out_unlock:
 	ldev->sizelimit = 0;
 	ldev->flags = 0;
 	memset(ldev->file_name, 0, LO_NAME_SIZE);
-	mutex_unlock(&ldev->lock);
 	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&ldev->lock);
+out_claim:
 	if (!(mode & LOOPFS_MODE_EXCL))
 		bd_abort_claiming(bdev, shim_configure);
 out_putf:
@@ -954,21 +998,27 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 static int shim_clr_fd(struct loop_dev *ldev)
 {
 	bool now;
+	int err;
 
-	mutex_lock(&ldev_chain_lock);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		return err;
 	if (ldev->state != LD_BOUND) {
 		mutex_unlock(&ldev->lock);
-		mutex_unlock(&ldev_chain_lock);
 		return -ENXIO;
+	}
+	err = mutex_lock_killable(&ldev_chain_lock);
+	if (err) {
+		mutex_unlock(&ldev->lock);
+		return err;
 	}
 	/* With other openers, clear on the last close (autoclear). */
 	ldev->flags |= LO_FLAGS_AUTOCLEAR;
 	now = disk_openers(ldev->disk) == 1;
 	if (now)
 		WRITE_ONCE(ldev->state, LD_RUNDOWN);
-	mutex_unlock(&ldev->lock);
 	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&ldev->lock);
 	if (now) {
 		shim_unbind(ldev, false);
 		shim_partitions_changed(ldev, true);
@@ -989,8 +1039,9 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = shim_check_backing(file);
 	if (err)
 		goto out_putf;
-	mutex_lock(&ldev_chain_lock);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out_putf;
 	err = -ENXIO;
 	if (ldev->state != LD_BOUND)
 		goto out_unlock;
@@ -998,26 +1049,36 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = -EINVAL;
 	if (!(ldev->flags & LO_FLAGS_READ_ONLY))
 		goto out_unlock;
+	/*
+	 * Requests in flight may wait on the old file for good: wait for
+	 * them before, not while, holding the chain lock.
+	 */
+	err = shim_freeze_killable(ldev->disk->queue);
+	if (err)
+		goto out_unlock;
+	err = mutex_lock_killable(&ldev_chain_lock);
+	if (err)
+		goto out_unfreeze;
 	err = shim_validate_file(file, bdev);
 	if (!err)
 		err = ldev->ops->check_backing(ldev, file);
-	if (err)
-		goto out_unlock;
-	err = -EINVAL;
 	old = ldev->file;
-	if (shim_size(ldev->offset, ldev->sizelimit, file) !=
-	    shim_size(ldev->offset, ldev->sizelimit, old))
-		goto out_unlock;
-
-	compat_force_media_change(ldev->disk);
-	blk_mq_freeze_queue(ldev->disk->queue);
+	if (!err && shim_size(ldev->offset, ldev->sizelimit, file) !=
+		    shim_size(ldev->offset, ldev->sizelimit, old))
+		err = -EINVAL;
+	if (err) {
+		mutex_unlock(&ldev_chain_lock);
+		goto out_unfreeze;
+	}
 	mapping_set_gfp_mask(old->f_mapping, ldev->old_gfp_mask);
 	shim_set_file(ldev, file);
+	mutex_unlock(&ldev_chain_lock);
+
+	compat_force_media_change(ldev->disk);
 	shim_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	mutex_unlock(&ldev->lock);
-	mutex_unlock(&ldev_chain_lock);
 
 	fput(old);
 	if (partscan)
@@ -1025,9 +1086,10 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	return 0;
 
+out_unfreeze:
+	blk_mq_unfreeze_queue(ldev->disk->queue);
 out_unlock:
 	mutex_unlock(&ldev->lock);
-	mutex_unlock(&ldev_chain_lock);
 out_putf:
 	fput(file);
 	return err;
