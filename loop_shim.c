@@ -9,8 +9,18 @@
  * worker, which drains the list under one plug. Direct-I/O mode submits
  * async kiocbs. Per-request state lives in the blk-mq pdu.
  *
- * Lock order: ldev_chain_lock -> disk->open_mutex -> ldev->lock.
- * The I/O path takes none of them: state changes freeze the queue.
+ * Locks, in the order they nest:
+ *   disk->open_mutex: held by the block layer around ->release (the last
+ *     close unbinds an autoclear or orphaned device under it), and by
+ *     loop_dev_orphan() and loop_dev_claim_for_removal() around ->lock.
+ *   ldev->lock: one device's state and configuration. May be held while
+ *     the device's queue freezes or its backing file syncs, so nothing
+ *     outside that device waits on it; user tasks take it killably.
+ *   ldev_chain_lock: global, innermost, held only to check a new backing
+ *     file and publish it (never across I/O or a freeze), so following a
+ *     chain of loop devices backing each other sees stable states.
+ * The I/O path takes none of them: state changes freeze the queue. Each
+ * device runs its requests on its own workqueue.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
@@ -78,8 +88,13 @@ struct loop_dev {
 
 	/*
 	 * Protects state, orphan, flags, offset, sizelimit, file_name and
-	 * every change of file, use_dio and io_mode. Changes of file and of
-	 * a BOUND state also hold ldev_chain_lock.
+	 * every change of file, use_dio and io_mode. Entering LD_BOUND
+	 * (LOOP_CONFIGURE, LOOP_SET_FD), replacing the file of a bound device
+	 * (LOOP_CHANGE_FD) and leaving LD_BOUND through LOOP_CLR_FD also hold
+	 * ldev_chain_lock; a device no longer bound drops its file without
+	 * it (shim_unbind()). The last close (shim_release(),
+	 * loop_dev_orphan()) leaves LD_BOUND without it: no file is open on
+	 * the device then, so no chain of backing files leads to it.
 	 */
 	struct mutex lock;
 	enum loop_dev_state state;
@@ -108,6 +123,7 @@ struct loop_dev {
 	 * the concurrency other devices (other tenants) need.
 	 */
 	struct workqueue_struct *wq;
+	struct rcu_head free_rcu;
 	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
 };
 
@@ -1464,6 +1480,13 @@ static void shim_release(struct gendisk *disk)
 		shim_partitions_changed(ldev, false);
 }
 
+static void shim_free_rcu(struct rcu_head *head)
+{
+	kfree(container_of(head, struct loop_dev, free_rcu));
+	if (atomic_dec_and_test(&shim_live_devices))
+		wake_up(&shim_gone_wait);
+}
+
 static void shim_free_disk(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
@@ -1474,9 +1497,12 @@ static void shim_free_disk(struct gendisk *disk)
 	ida_free(&shim_minor_ida, ldev->minor_id);
 	ldev->ops->released(ldev);
 	mutex_destroy(&ldev->lock);
-	kfree(ldev);
-	if (atomic_dec_and_test(&shim_live_devices))
-		wake_up(&shim_gone_wait);
+	/*
+	 * The unload waiter must not run before this function is done with
+	 * module text: the count drops in an RCU callback, after a grace
+	 * period, and loop_shim_exit() waits for the callback to return.
+	 */
+	call_rcu(&ldev->free_rcu, shim_free_rcu);
 }
 
 COMPAT_BDOPS_OPEN(shim_open)
@@ -1695,6 +1721,8 @@ void loop_shim_exit(void)
 	/* Devices orphaned at their last close may still be on their way. */
 	flush_workqueue(shim_wq);
 	wait_event(shim_gone_wait, !atomic_read(&shim_live_devices));
+	/* The last shim_free_rcu() may still be returning from wake_up(). */
+	rcu_barrier();
 	unregister_blkdev(shim_major, "loopfs");
 	destroy_workqueue(shim_wq);
 	ida_destroy(&shim_minor_ida);
