@@ -115,7 +115,11 @@ static void serve(struct fuse_in_header *in, void *arg)
 	}
 	case FUSE_OPEN:
 	case FUSE_OPENDIR: {
-		struct fuse_open_out oo = { .fh = 1 };
+		/* Keep the cache: an open must not wait on stalled pages. */
+		struct fuse_open_out oo = {
+			.fh = 1,
+			.open_flags = FOPEN_KEEP_CACHE,
+		};
 
 		reply(in->unique, 0, &oo, sizeof(oo));
 		break;

@@ -15,6 +15,8 @@
  *   dioconf DIR BACKING     LOOP_CONFIGURE a new device with direct I/O.
  *   changefd DIR N BACKING  LOOP_CHANGE_FD loop<N> to BACKING.
  *   clear DIR N             LOOP_CLR_FD loop<N>.
+ *   write DIR BACKING MIB   bind a new device to BACKING, write MIB MiB
+ *                           to it with O_DIRECT, clear and remove it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -254,6 +256,43 @@ static int flood(const char *backing, int count)
 		pause();
 }
 
+static int write_mib(const char *backing, int mib)
+{
+	int n = new_device(), dev, bfd, dfd, ctl, i;
+	void *buf;
+
+	bfd = open(backing, O_RDWR | O_CLOEXEC);
+	if (bfd < 0 || posix_memalign(&buf, 4096, 1 << 20)) {
+		perror(backing);
+		return 1;
+	}
+	memset(buf, 0x5a, 1 << 20);
+	dev = open_dev(n, O_RDWR);
+	configure(dev, bfd, 0);
+	close(bfd);
+	dfd = open_dev(n, O_WRONLY | O_DIRECT);
+	for (i = 0; i < mib; i++) {
+		if (pwrite(dfd, buf, 1 << 20, (off_t)i << 20) != 1 << 20) {
+			fprintf(stderr, "write at %d MiB: %s\n", i,
+				strerror(errno));
+			return 1;
+		}
+	}
+	close(dfd);
+	printf("wrote %d MiB\n", mib);
+	if (ioctl(dev, LOOP_CLR_FD)) {
+		perror("LOOP_CLR_FD");
+		return 1;
+	}
+	close(dev);
+	ctl = open_node("loop-control", O_RDWR);
+	if (ioctl(ctl, LOOP_CTL_REMOVE, n) < 0) {
+		perror("LOOP_CTL_REMOVE");
+		return 1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int dev, bfd;
@@ -266,6 +305,8 @@ int main(int argc, char **argv)
 	dir = argv[2];
 	if (!strcmp(argv[1], "timed") && argc == 4)
 		return timed(argv[3]);
+	if (!strcmp(argv[1], "write") && argc == 5)
+		return write_mib(argv[3], atoi(argv[4]));
 	if (!strcmp(argv[1], "flood") && argc == 5)
 		return flood(argv[3], atoi(argv[4]));
 	if (!strcmp(argv[1], "dioconf") && argc == 4) {
