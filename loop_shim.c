@@ -27,14 +27,17 @@
 #include <linux/module.h>
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
+#include <linux/blk-cgroup.h>
 #include <linux/capability.h>
 #include <linux/compat.h>
 #include <linux/falloc.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
+#include <linux/kthread.h>
 #include <linux/loop.h>
 #include <linux/magic.h>
+#include <linux/memcontrol.h>
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -137,6 +140,9 @@ struct shim_cmd {
 	int ret;
 	struct bio_vec *bvec;
 	struct list_head node;
+	/* The submitter's cgroups, which the worker charges for the I/O. */
+	struct cgroup_subsys_state *blkcg_css;
+	struct cgroup_subsys_state *memcg_css;	/* referenced */
 	struct bio_vec inline_bvec[SHIM_INLINE_BVECS];
 };
 
@@ -414,6 +420,33 @@ static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
 		shim_end_request(cmd, ret);
 }
 
+/*
+ * Serve @cmd in the worker as its submitter's I/O: page cache and other
+ * memory it allocates is charged to the submitter's memory cgroup, and
+ * I/O it issues to its block cgroup, as the in-tree driver does.
+ */
+static void shim_serve_charged(struct loop_dev *ldev, struct shim_cmd *cmd)
+{
+	/* The request may end, and its pdu be reused, in shim_serve(). */
+	struct cgroup_subsys_state *blkcg_css = cmd->blkcg_css;
+	struct cgroup_subsys_state *memcg_css = cmd->memcg_css;
+	struct mem_cgroup *old_memcg = NULL;
+
+	if (blkcg_css)
+		kthread_associate_blkcg(blkcg_css);
+#ifdef CONFIG_MEMCG
+	if (memcg_css)
+		old_memcg = set_active_memcg(mem_cgroup_from_css(memcg_css));
+#endif
+	shim_serve(ldev, cmd);
+	if (blkcg_css)
+		kthread_associate_blkcg(NULL);
+	if (memcg_css) {
+		set_active_memcg(old_memcg);
+		css_put(memcg_css);
+	}
+}
+
 static void shim_workfn(struct work_struct *work)
 {
 	struct shim_queue *sq = container_of(work, struct shim_queue, work);
@@ -427,7 +460,7 @@ static void shim_workfn(struct work_struct *work)
 					       node))) {
 		list_del(&cmd->node);
 		spin_unlock_irq(&sq->lock);
-		shim_serve(sq->ldev, cmd);
+		shim_serve_charged(sq->ldev, cmd);
 		cond_resched();
 		spin_lock_irq(&sq->lock);
 	}
@@ -444,6 +477,20 @@ static bool shim_queue_empty(struct shim_queue *sq)
 
 static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 {
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+
+	/* The first bio's cgroups stand for the request's. */
+	cmd->blkcg_css = NULL;
+	cmd->memcg_css = NULL;
+#ifdef CONFIG_BLK_CGROUP
+	if (rq->bio)
+		cmd->blkcg_css = bio_blkcg_css(rq->bio);
+#ifdef CONFIG_MEMCG
+	if (cmd->blkcg_css)
+		cmd->memcg_css = cgroup_get_e_css(cmd->blkcg_css->cgroup,
+						  &memory_cgrp_subsys);
+#endif
+#endif
 	spin_lock_irq(&sq->lock);
 	list_add_tail(&cmd->node, &sq->list);
 	spin_unlock_irq(&sq->lock);
@@ -514,7 +561,12 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	}
 
 	atomic_inc(&sq->inflight);
-	if (rw && shim_may_serve_inline(ldev, sq, bd->last)) {
+	/*
+	 * A kernel thread (the flusher writing back a cgroup's pages) hands
+	 * its requests to the worker, which charges the bio's cgroups.
+	 */
+	if (rw && !(current->flags & PF_KTHREAD) &&
+	    shim_may_serve_inline(ldev, sq, bd->last)) {
 		if (ldev->io_mode == SHIM_IO_INLINE)
 			ret = shim_rw_inline(ldev, cmd);
 		else
@@ -1547,7 +1599,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	struct gendisk *disk;
 	int err = -ENOMEM, i;
 
-	ldev = kzalloc(sizeof(*ldev), GFP_KERNEL);
+	ldev = kzalloc(sizeof(*ldev), GFP_KERNEL_ACCOUNT);
 	if (!ldev)
 		return ERR_PTR(-ENOMEM);
 	ldev->number = cfg->number;

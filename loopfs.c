@@ -509,7 +509,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	if (err)
 		return err;
 	err = -ENOMEM;
-	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
 	if (!dev)
 		goto out_uncharge;
 	if (index >= 0)
