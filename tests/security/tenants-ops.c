@@ -15,6 +15,7 @@
  *   dioconf DIR BACKING     LOOP_CONFIGURE a new device with direct I/O.
  *   changefd DIR N BACKING  LOOP_CHANGE_FD loop<N> to BACKING.
  *   clear DIR N             LOOP_CLR_FD loop<N>.
+ *   remove DIR N            LOOP_CTL_REMOVE loop<N>.
  *   write DIR BACKING MIB   bind a new device to BACKING, write MIB MiB
  *                           to it with O_DIRECT, clear and remove it.
  */
@@ -332,6 +333,14 @@ int main(int argc, char **argv)
 		if (ioctl(dev, LOOP_CHANGE_FD, bfd))
 			perror("LOOP_CHANGE_FD");
 		printf("changed\n");
+		return 0;
+	}
+	if (!strcmp(argv[1], "remove") && argc == 4) {
+		printf("removing\n");
+		dev = open_node("loop-control", O_RDWR);
+		if (ioctl(dev, LOOP_CTL_REMOVE, atoi(argv[3])) < 0)
+			perror("LOOP_CTL_REMOVE");
+		printf("removed\n");
 		return 0;
 	}
 	if (!strcmp(argv[1], "clear") && argc == 4) {

@@ -148,11 +148,29 @@ stall_ioctls() {
 	tenant_b_cycle
 }
 
+# waiter_dies NAME CMD...: CMD (a tenants-ops command run as A) waits,
+# and dies within 3 s of SIGKILL.
+waiter_dies() {
+	local name=$1 pid i
+	shift
+	as_uid_bg "$uid" "$bin/tenants-ops" "$@" </dev/null >"$w/$name.log" 2>&1 &
+	pid=$!
+	sleep 1.5
+	alive "$pid" || fail "$name did not wait: $(cat "$w/$name.log")"
+	kill -9 "$pid"
+	for ((i = 0; i < 30; i++)); do
+		alive "$pid" || return 0
+		sleep 0.1
+	done
+	fail "$name waiter alive 3 s after SIGKILL ($(cat "/proc/$pid/wchan" 2>/dev/null))"
+}
+
 # A task of A queued behind the stuck LOOP_CHANGE_FD, and the stuck
 # configure itself, die on SIGKILL.
 killable() {
 	local fpid pid i
 	fpid=$(cat "$w/flood.pid")
+	waiter_dies remove remove "/proc/$fpid/root$w/a" 0
 	as_uid_bg "$uid" "$bin/tenants-ops" clear "/proc/$fpid/root$w/a" 0 \
 		</dev/null >"$w/clear.log" 2>&1 &
 	pid=$!
