@@ -1715,15 +1715,20 @@ int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
 
 int loop_dev_claim_for_removal(struct loop_dev *ldev)
 {
-	int err = 0;
+	int err;
 
-	mutex_lock(&ldev->disk->open_mutex);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->disk->open_mutex);
+	if (err)
+		return err;
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out;
 	if (ldev->state != LD_UNBOUND || disk_openers(ldev->disk) > 0)
 		err = -EBUSY;
 	else
 		WRITE_ONCE(ldev->state, LD_DELETING);
 	mutex_unlock(&ldev->lock);
+out:
 	mutex_unlock(&ldev->disk->open_mutex);
 	return err;
 }
