@@ -1,5 +1,5 @@
 #!/bin/bash
-# loopfs-timeout: 240
+# loopfs-timeout: 420
 # Denial of service across tenants. Tenant A (the unprivileged uid, root of
 # its own user namespaces) backs devices with a file on a FUSE mount whose
 # daemon stops answering reads, writes and fsyncs. Its stalled I/O and the
@@ -219,7 +219,7 @@ teardown() {
 	fail "$n loopfs disks left, $(cat "$w/disks_before") before the suite"
 }
 
-# A memory cgroup limited to 64 MiB writes 128 MiB through a device backed
+# A memory cgroup limited to 8 MiB writes 24 MiB through a device backed
 # by a FUSE file, which the worker serves (FUSE cannot do IOCB_NOWAIT): the
 # page cache the worker fills is the group's, so the group hits its limit
 # and reclaims its own pages; the writes complete, nobody is OOM-killed.
@@ -231,11 +231,11 @@ memcg() {
 	echo +memory >"$w/cg/cgroup.subtree_control"
 	g=$w/cg/loopfs-tenants-$$
 	mkdir "$g"
-	echo 64M >"$g/memory.max"
-	start_daemon fc 160
+	echo 8M >"$g/memory.max"
+	start_daemon fc 32
 	mount -t loop loop "$w/m"
 	(echo "$BASHPID" >"$g/cgroup.procs" &&
-		exec "$bin/tenants-ops" write "$w/m" "$w/fc/img" 128) || rc=$?
+		exec "$bin/tenants-ops" write "$w/m" "$w/fc/img" 24) || rc=$?
 	file=$(awk '$1 == "file" { print $2 }' "$g/memory.stat")
 	max=$(awk '$1 == "max" { print $2 }' "$g/memory.events")
 	oom=$(awk '$1 == "oom_kill" { print $2 }' "$g/memory.events")
@@ -249,7 +249,7 @@ memcg() {
 	[ "$rc" = 0 ] || fail "the writer failed ($rc)"
 	[ "$oom" = 0 ] || fail "$oom OOM kills in the group"
 	[ "$max" -gt 0 ] || fail "the group never reached memory.max: the worker's page cache was not charged to it"
-	[ "$file" -ge $((16 << 20)) ] || fail "only $((file >> 20)) MiB of page cache charged to the group"
+	[ "$file" -ge $((4 << 20)) ] || fail "only $((file >> 20)) MiB of page cache charged to the group"
 }
 
 tap_plan 6
@@ -258,6 +258,6 @@ run_test "tenant B's create/configure/O_DIRECT read/clear/remove take < 1 s each
 run_test "A's configure (direct I/O sync) and change-fd stuck on the stalled file do not hold up B (< 1 s a step)" stall_ioctls
 run_test "A's task waiting behind its stuck change-fd, and the stuck configure, die on SIGKILL within 3 s" killable
 run_test "aborting A's FUSE connection ends every stuck task and removes every device of A" teardown
-run_test "the worker's page cache for a group's 128 MiB of writes counts against its 64 MiB memory.max" memcg
+run_test "the worker's page cache for a group's 24 MiB of writes counts against its 8 MiB memory.max" memcg
 rm -rf "$w" 2>/dev/null
 tap_done
