@@ -485,11 +485,22 @@ static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 #ifdef CONFIG_BLK_CGROUP
 	if (rq->bio)
 		cmd->blkcg_css = bio_blkcg_css(rq->bio);
+#endif
 #ifdef CONFIG_MEMCG
-	if (cmd->blkcg_css)
+	/*
+	 * A user task submitting is charged itself: its block cgroup is its
+	 * memory cgroup only where the io controller is enabled for it. A
+	 * kernel thread (writeback) submits for the bio's owner.
+	 */
+	if (current->mm && !(current->flags & PF_KTHREAD)) {
+		struct mem_cgroup *memcg = get_mem_cgroup_from_mm(current->mm);
+
+		if (memcg)
+			cmd->memcg_css = &memcg->css;
+	} else if (cmd->blkcg_css) {
 		cmd->memcg_css = cgroup_get_e_css(cmd->blkcg_css->cgroup,
 						  &memory_cgrp_subsys);
-#endif
+	}
 #endif
 	spin_lock_irq(&sq->lock);
 	list_add_tail(&cmd->node, &sq->list);
