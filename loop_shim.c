@@ -9,14 +9,25 @@
  * worker, which drains the list under one plug. Direct-I/O mode submits
  * async kiocbs. Per-request state lives in the blk-mq pdu.
  *
- * Lock order: ldev_chain_lock -> disk->open_mutex -> ldev->lock.
- * The I/O path takes none of them: state changes freeze the queue.
+ * Locks, in the order they nest:
+ *   disk->open_mutex: held by the block layer around ->release (the last
+ *     close unbinds an autoclear or orphaned device under it), and by
+ *     loop_dev_orphan() and loop_dev_claim_for_removal() around ->lock.
+ *   ldev->lock: one device's state and configuration. May be held while
+ *     the device's queue freezes or its backing file syncs, so nothing
+ *     outside that device waits on it; user tasks take it killably.
+ *   ldev_chain_lock: global, innermost, held only to check a new backing
+ *     file and publish it (never across I/O or a freeze), so following a
+ *     chain of loop devices backing each other sees stable states.
+ * The I/O path takes none of them: state changes freeze the queue. Each
+ * device runs its requests on its own workqueue.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
 #include <linux/module.h>
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
+#include <linux/blk-cgroup.h>
 #include <linux/capability.h>
 #include <linux/compat.h>
 #include <linux/cred.h>
@@ -24,8 +35,10 @@
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
+#include <linux/kthread.h>
 #include <linux/loop.h>
 #include <linux/magic.h>
+#include <linux/memcontrol.h>
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
@@ -79,8 +92,13 @@ struct loop_dev {
 
 	/*
 	 * Protects state, orphan, flags, offset, sizelimit, file_name and
-	 * every change of file, use_dio and io_mode. Changes of file and of
-	 * a BOUND state also hold ldev_chain_lock.
+	 * every change of file, use_dio and io_mode. Entering LD_BOUND
+	 * (LOOP_CONFIGURE, LOOP_SET_FD), replacing the file of a bound device
+	 * (LOOP_CHANGE_FD) and leaving LD_BOUND through LOOP_CLR_FD also hold
+	 * ldev_chain_lock; a device no longer bound drops its file without
+	 * it (shim_unbind()). The last close (shim_release(),
+	 * loop_dev_orphan()) leaves LD_BOUND without it: no file is open on
+	 * the device then, so no chain of backing files leads to it.
 	 */
 	struct mutex lock;
 	enum loop_dev_state state;
@@ -103,6 +121,13 @@ struct loop_dev {
 	spinlock_t file_lock;
 
 	struct work_struct destroy_work;
+	/*
+	 * The queues' workers run here, not on a workqueue shared by every
+	 * device: requests stalled on one device's backing must not use up
+	 * the concurrency other devices (other tenants) need.
+	 */
+	struct workqueue_struct *wq;
+	struct rcu_head free_rcu;
 	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
 };
 
@@ -116,6 +141,9 @@ struct shim_cmd {
 	int ret;
 	struct bio_vec *bvec;
 	struct list_head node;
+	/* The submitter's cgroups, which the worker charges for the I/O. */
+	struct cgroup_subsys_state *blkcg_css;
+	struct cgroup_subsys_state *memcg_css;	/* referenced */
 	struct bio_vec inline_bvec[SHIM_INLINE_BVECS];
 };
 
@@ -440,6 +468,33 @@ static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
 		shim_end_request(cmd, ret);
 }
 
+/*
+ * Serve @cmd in the worker as its submitter's I/O: page cache and other
+ * memory it allocates is charged to the submitter's memory cgroup, and
+ * I/O it issues to its block cgroup, as the in-tree driver does.
+ */
+static void shim_serve_charged(struct loop_dev *ldev, struct shim_cmd *cmd)
+{
+	/* The request may end, and its pdu be reused, in shim_serve(). */
+	struct cgroup_subsys_state *blkcg_css = cmd->blkcg_css;
+	struct cgroup_subsys_state *memcg_css = cmd->memcg_css;
+	struct mem_cgroup *old_memcg = NULL;
+
+	if (blkcg_css)
+		kthread_associate_blkcg(blkcg_css);
+#ifdef CONFIG_MEMCG
+	if (memcg_css)
+		old_memcg = set_active_memcg(mem_cgroup_from_css(memcg_css));
+#endif
+	shim_serve(ldev, cmd);
+	if (blkcg_css)
+		kthread_associate_blkcg(NULL);
+	if (memcg_css) {
+		set_active_memcg(old_memcg);
+		css_put(memcg_css);
+	}
+}
+
 static void shim_workfn(struct work_struct *work)
 {
 	struct shim_queue *sq = container_of(work, struct shim_queue, work);
@@ -453,7 +508,7 @@ static void shim_workfn(struct work_struct *work)
 					       node))) {
 		list_del(&cmd->node);
 		spin_unlock_irq(&sq->lock);
-		shim_serve(sq->ldev, cmd);
+		shim_serve_charged(sq->ldev, cmd);
 		cond_resched();
 		spin_lock_irq(&sq->lock);
 	}
@@ -468,7 +523,41 @@ static bool shim_queue_empty(struct shim_queue *sq)
 	return list_empty_careful(&sq->list);
 }
 
-/* Also called from a direct-I/O completion, maybe in interrupt context. */
+/*
+ * Take the cgroups the worker serves cmd under, in the submitter's context.
+ * The first bio's cgroups stand for the request's.
+ */
+static void shim_charge(struct shim_cmd *cmd)
+{
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+
+#ifdef CONFIG_BLK_CGROUP
+	if (rq->bio)
+		cmd->blkcg_css = bio_blkcg_css(rq->bio);
+#endif
+#ifdef CONFIG_MEMCG
+	/*
+	 * A user task submitting is charged itself: its block cgroup is its
+	 * memory cgroup only where the io controller is enabled for it. A
+	 * kernel thread (writeback) submits for the bio's owner.
+	 */
+	if (current->mm && !(current->flags & PF_KTHREAD)) {
+		struct mem_cgroup *memcg = get_mem_cgroup_from_mm(current->mm);
+
+		if (memcg)
+			cmd->memcg_css = &memcg->css;
+	} else if (cmd->blkcg_css) {
+		cmd->memcg_css = cgroup_get_e_css(cmd->blkcg_css->cgroup,
+						  &memory_cgrp_subsys);
+	}
+#endif
+}
+
+/*
+ * Hand cmd to its device's worker. Also called from a direct-I/O
+ * completion, maybe in interrupt context: a request requeued from there
+ * was uncharged (served inline) and stays so.
+ */
 static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 {
 	unsigned long flags;
@@ -476,7 +565,7 @@ static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 	spin_lock_irqsave(&sq->lock, flags);
 	list_add_tail(&cmd->node, &sq->list);
 	spin_unlock_irqrestore(&sq->lock, flags);
-	queue_work(shim_wq, &sq->work);
+	queue_work(sq->ldev->wq, &sq->work);
 }
 
 /*
@@ -534,6 +623,8 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	if (cmd->write && (ldev->flags & LO_FLAGS_READ_ONLY))
 		return BLK_STS_IOERR;
 	cmd->bvec = NULL;
+	cmd->blkcg_css = NULL;
+	cmd->memcg_css = NULL;
 	if (rw) {
 		if (shim_setup_iter(cmd, rq))
 			return BLK_STS_RESOURCE;
@@ -543,7 +634,12 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	}
 
 	atomic_inc(&sq->inflight);
-	if (rw && shim_may_serve_inline(ldev, sq, bd->last)) {
+	/*
+	 * A kernel thread (the flusher writing back a cgroup's pages) hands
+	 * its requests to the worker, which charges the bio's cgroups.
+	 */
+	if (rw && !(current->flags & PF_KTHREAD) &&
+	    shim_may_serve_inline(ldev, sq, bd->last)) {
 		if (ldev->io_mode == SHIM_IO_INLINE)
 			ret = shim_rw_inline(ldev, cmd);
 		else
@@ -555,6 +651,7 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 			return BLK_STS_OK;
 		}
 	}
+	shim_charge(cmd);
 	shim_defer(sq, cmd);
 	return BLK_STS_OK;
 }
@@ -708,8 +805,11 @@ static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 	return SHIM_IO_WORKER;
 }
 
-/* Caller holds ->lock; the queue is frozen when the device is bound. */
-static void shim_update_dio(struct loop_dev *ldev, bool dio)
+/*
+ * Caller holds ->lock; the queue is frozen when the device is bound.
+ * Switching between buffered and direct I/O syncs the file when @sync.
+ */
+static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 {
 	struct file *file = ldev->file;
 	struct block_device *backing = shim_backing_bdev(file);
@@ -719,7 +819,7 @@ static void shim_update_dio(struct loop_dev *ldev, bool dio)
 	if (use && backing && (lbs < bdev_logical_block_size(backing) ||
 			       (ldev->offset & (bdev_logical_block_size(backing) - 1))))
 		use = false;
-	if (use != ldev->use_dio)
+	if (sync && use != ldev->use_dio)
 		vfs_fsync(file, 0);
 	ldev->use_dio = use;
 	if (use)
@@ -727,6 +827,27 @@ static void shim_update_dio(struct loop_dev *ldev, bool dio)
 	else
 		ldev->flags &= ~LO_FLAGS_DIRECT_IO;
 	ldev->io_mode = shim_pick_io_mode(ldev);
+}
+
+static void shim_update_dio(struct loop_dev *ldev, bool dio)
+{
+	__shim_update_dio(ldev, dio, true);
+}
+
+/*
+ * Freeze @q, waiting for requests in flight, which may wait on the backing
+ * file for as long as it pleases; -EINTR, unfrozen, on a fatal signal.
+ */
+static int shim_freeze_killable(struct request_queue *q)
+{
+	blk_freeze_queue_start(q);
+	while (!blk_mq_freeze_queue_wait_timeout(q, HZ / 10)) {
+		if (fatal_signal_pending(current)) {
+			blk_mq_unfreeze_queue(q);
+			return -EINTR;
+		}
+	}
+	return 0;
 }
 
 static void shim_set_capacity(struct loop_dev *ldev, sector_t sectors)
@@ -909,14 +1030,32 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	err = shim_check_backing(file);
 	if (err)
 		goto out_putf;
+	/*
+	 * Direct I/O starts with a sync of the file, which may wait on its
+	 * filesystem for good: done here, before any lock is taken.
+	 */
+	if ((config->info.lo_flags & LO_FLAGS_DIRECT_IO) &&
+	    (file->f_mode & FMODE_CAN_ODIRECT)) {
+		vfs_fsync(file, 0);
+		if (fatal_signal_pending(current)) {
+			err = -EINTR;
+			goto out_putf;
+		}
+	}
 	/* Nobody may change the device under an exclusive opener. */
 	if (!(mode & LOOPFS_MODE_EXCL)) {
 		err = compat_prepare_to_claim(bdev, shim_configure);
 		if (err)
 			goto out_putf;
 	}
-	mutex_lock(&ldev_chain_lock);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out_claim;
+	err = mutex_lock_killable(&ldev_chain_lock);
+	if (err) {
+		mutex_unlock(&ldev->lock);
+		goto out_claim;
+	}
 	err = -EBUSY;
 	if (ldev->state != LD_UNBOUND)
 		goto out_unlock;
@@ -949,7 +1088,8 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	ldev->use_dio = false;
 	err = shim_apply_limits(ldev, config->block_size);
 	if (!err)
-		shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO);
+		__shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
+				  false);
 	if (err) {
 		mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
 		shim_set_file(ldev, NULL);
@@ -960,12 +1100,12 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
 	/* Publish file and I/O mode before the state (shim_queue_rq). */
 	smp_store_release(&ldev->state, LD_BOUND);
+	mutex_unlock(&ldev_chain_lock);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	compat_set_partscan(ldev->disk, partscan);
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	mutex_unlock(&ldev->lock);
-	mutex_unlock(&ldev_chain_lock);
 
 	if (partscan)
 		shim_reread_partitions(ldev);
@@ -978,8 +1118,9 @@ out_unlock:
 	ldev->sizelimit = 0;
 	ldev->flags = 0;
 	memset(ldev->file_name, 0, LO_NAME_SIZE);
-	mutex_unlock(&ldev->lock);
 	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&ldev->lock);
+out_claim:
 	if (!(mode & LOOPFS_MODE_EXCL))
 		bd_abort_claiming(bdev, shim_configure);
 out_putf:
@@ -1038,21 +1179,27 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 static int shim_clr_fd(struct loop_dev *ldev)
 {
 	bool now;
+	int err;
 
-	mutex_lock(&ldev_chain_lock);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		return err;
 	if (ldev->state != LD_BOUND) {
 		mutex_unlock(&ldev->lock);
-		mutex_unlock(&ldev_chain_lock);
 		return -ENXIO;
+	}
+	err = mutex_lock_killable(&ldev_chain_lock);
+	if (err) {
+		mutex_unlock(&ldev->lock);
+		return err;
 	}
 	/* With other openers, clear on the last close (autoclear). */
 	ldev->flags |= LO_FLAGS_AUTOCLEAR;
 	now = disk_openers(ldev->disk) == 1;
 	if (now)
 		WRITE_ONCE(ldev->state, LD_RUNDOWN);
-	mutex_unlock(&ldev->lock);
 	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&ldev->lock);
 	if (now) {
 		shim_unbind(ldev, false);
 		shim_partitions_changed(ldev, true);
@@ -1073,8 +1220,9 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = shim_check_backing(file);
 	if (err)
 		goto out_putf;
-	mutex_lock(&ldev_chain_lock);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out_putf;
 	err = -ENXIO;
 	if (ldev->state != LD_BOUND)
 		goto out_unlock;
@@ -1082,26 +1230,36 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = -EINVAL;
 	if (!(ldev->flags & LO_FLAGS_READ_ONLY))
 		goto out_unlock;
+	/*
+	 * Requests in flight may wait on the old file for good: wait for
+	 * them before, not while, holding the chain lock.
+	 */
+	err = shim_freeze_killable(ldev->disk->queue);
+	if (err)
+		goto out_unlock;
+	err = mutex_lock_killable(&ldev_chain_lock);
+	if (err)
+		goto out_unfreeze;
 	err = shim_validate_file(file, bdev);
 	if (!err)
 		err = ldev->ops->check_backing(ldev, file);
-	if (err)
-		goto out_unlock;
-	err = -EINVAL;
 	old = ldev->file;
-	if (shim_size(ldev->offset, ldev->sizelimit, file) !=
-	    shim_size(ldev->offset, ldev->sizelimit, old))
-		goto out_unlock;
-
-	compat_force_media_change(ldev->disk);
-	blk_mq_freeze_queue(ldev->disk->queue);
+	if (!err && shim_size(ldev->offset, ldev->sizelimit, file) !=
+		    shim_size(ldev->offset, ldev->sizelimit, old))
+		err = -EINVAL;
+	if (err) {
+		mutex_unlock(&ldev_chain_lock);
+		goto out_unfreeze;
+	}
 	mapping_set_gfp_mask(old->f_mapping, ldev->old_gfp_mask);
 	shim_set_file(ldev, file);
+	mutex_unlock(&ldev_chain_lock);
+
+	compat_force_media_change(ldev->disk);
 	shim_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	mutex_unlock(&ldev->lock);
-	mutex_unlock(&ldev_chain_lock);
 
 	fput(old);
 	if (partscan)
@@ -1109,9 +1267,10 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	return 0;
 
+out_unfreeze:
+	blk_mq_unfreeze_queue(ldev->disk->queue);
 out_unlock:
 	mutex_unlock(&ldev->lock);
-	mutex_unlock(&ldev_chain_lock);
 out_putf:
 	fput(file);
 	return err;
@@ -1486,22 +1645,29 @@ static void shim_release(struct gendisk *disk)
 		shim_partitions_changed(ldev, false);
 }
 
+static void shim_free_rcu(struct rcu_head *head)
+{
+	kfree(container_of(head, struct loop_dev, free_rcu));
+	if (atomic_dec_and_test(&shim_live_devices))
+		wake_up(&shim_gone_wait);
+}
+
 static void shim_free_disk(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
-	int i;
 
 	/* A worker may still be leaving after ending the last request. */
-	for (i = 0; i < SHIM_MAX_HW_QUEUES; i++)
-		cancel_work_sync(&ldev->queues[i].work);
-
+	destroy_workqueue(ldev->wq);
 	blk_mq_free_tag_set(&ldev->tag_set);
 	ida_free(&shim_minor_ida, ldev->minor_id);
 	ldev->ops->released(ldev);
 	mutex_destroy(&ldev->lock);
-	kfree(ldev);
-	if (atomic_dec_and_test(&shim_live_devices))
-		wake_up(&shim_gone_wait);
+	/*
+	 * The unload waiter must not run before this function is done with
+	 * module text: the count drops in an RCU callback, after a grace
+	 * period, and loop_shim_exit() waits for the callback to return.
+	 */
+	call_rcu(&ldev->free_rcu, shim_free_rcu);
 }
 
 COMPAT_BDOPS_OPEN(shim_open)
@@ -1546,7 +1712,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	struct gendisk *disk;
 	int err = -ENOMEM, i;
 
-	ldev = kzalloc(sizeof(*ldev), GFP_KERNEL);
+	ldev = kzalloc(sizeof(*ldev), GFP_KERNEL_ACCOUNT);
 	if (!ldev)
 		return ERR_PTR(-ENOMEM);
 	ldev->number = cfg->number;
@@ -1568,12 +1734,16 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 		sq->ldev = ldev;
 	}
 
+	ldev->wq = alloc_workqueue("%s", WQ_UNBOUND | WQ_FREEZABLE, 0,
+				   cfg->disk_name);
+	if (!ldev->wq)
+		goto out_free;
 	ldev->minor_id = ida_alloc_max(&shim_minor_ida,
 				       (MINORMASK + 1) / SHIM_MINORS - 1,
 				       GFP_KERNEL);
 	if (ldev->minor_id < 0) {
 		err = ldev->minor_id == -ENOSPC ? -ENOSPC : -ENOMEM;
-		goto out_free;
+		goto out_wq;
 	}
 	err = shim_init_tag_set(ldev);
 	if (err)
@@ -1615,6 +1785,8 @@ out_tags:
 	blk_mq_free_tag_set(&ldev->tag_set);
 out_minor:
 	ida_free(&shim_minor_ida, ldev->minor_id);
+out_wq:
+	destroy_workqueue(ldev->wq);
 out_free:
 	kfree(ldev);
 	return ERR_PTR(err);
@@ -1656,15 +1828,20 @@ int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
 
 int loop_dev_claim_for_removal(struct loop_dev *ldev)
 {
-	int err = 0;
+	int err;
 
-	mutex_lock(&ldev->disk->open_mutex);
-	mutex_lock(&ldev->lock);
+	err = mutex_lock_killable(&ldev->disk->open_mutex);
+	if (err)
+		return err;
+	err = mutex_lock_killable(&ldev->lock);
+	if (err)
+		goto out;
 	if (ldev->state != LD_UNBOUND || disk_openers(ldev->disk) > 0)
 		err = -EBUSY;
 	else
 		WRITE_ONCE(ldev->state, LD_DELETING);
 	mutex_unlock(&ldev->lock);
+out:
 	mutex_unlock(&ldev->disk->open_mutex);
 	return err;
 }
@@ -1714,6 +1891,8 @@ void loop_shim_exit(void)
 	/* Devices orphaned at their last close may still be on their way. */
 	flush_workqueue(shim_wq);
 	wait_event(shim_gone_wait, !atomic_read(&shim_live_devices));
+	/* The last shim_free_rcu() may still be returning from wake_up(). */
+	rcu_barrier();
 	unregister_blkdev(shim_major, "loopfs");
 	destroy_workqueue(shim_wq);
 	ida_destroy(&shim_minor_ida);

@@ -509,7 +509,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	if (err)
 		return err;
 	err = -ENOMEM;
-	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
 	if (!dev)
 		goto out_uncharge;
 	if (index >= 0)
@@ -626,8 +626,16 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 		/* What the in-tree loop-control answers (checkpatch objects). */
 		return -ENOSYS;
 	}
-	inode_lock(dir);
-	mutex_lock(&inst->lock);
+	/*
+	 * A device's lock may be held for as long as its backing file takes
+	 * to answer: wait killably (inode_lock_killable() is not in 6.1).
+	 */
+	if (down_write_killable(&dir->i_rwsem))
+		return -EINTR;
+	if (mutex_lock_killable(&inst->lock)) {
+		inode_unlock(dir);
+		return -EINTR;
+	}
 	if (cmd == LOOP_CTL_ADD)
 		ret = loopfs_add_device(sb, (int)parm);
 	else if (cmd == LOOP_CTL_REMOVE)
@@ -676,7 +684,8 @@ static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 
 	if (index < 0 || !S_ISBLK(d_inode(dentry)->i_mode))
 		return -EPERM;
-	mutex_lock(&inst->lock);
+	if (mutex_lock_killable(&inst->lock))
+		return -EINTR;
 	err = loopfs_remove_device(sb, index, false);
 	mutex_unlock(&inst->lock);
 	if (err)
