@@ -1056,6 +1056,7 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 		mutex_unlock(&ldev->lock);
 		goto out_claim;
 	}
+	/* A bound device's configuration is not this call's to undo. */
 	err = -EBUSY;
 	if (ldev->state != LD_UNBOUND)
 		goto out_unlock;
@@ -1063,15 +1064,15 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	if (!err)
 		err = ldev->ops->check_backing(ldev, file);
 	if (err)
-		goto out_unlock;
+		goto out_reset;
 	err = -EINVAL;
 	if (config->info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
-		goto out_unlock;
+		goto out_reset;
 	if (config->block_size && blk_validate_block_size(config->block_size))
-		goto out_unlock;
+		goto out_reset;
 	err = shim_status_from_info(ldev, &config->info);
 	if (err)
-		goto out_unlock;
+		goto out_reset;
 	ldev->flags = config->info.lo_flags;
 	if (!shim_file_writable(file) || !(mode & LOOPFS_MODE_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
@@ -1094,7 +1095,7 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 		mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
 		shim_set_file(ldev, NULL);
 		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
-		goto out_unlock;
+		goto out_reset;
 	}
 	shim_sysfs_add(ldev);
 	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
@@ -1113,11 +1114,12 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 		bd_abort_claiming(bdev, shim_configure);
 	return 0;
 
-out_unlock:
+out_reset:
 	ldev->offset = 0;
 	ldev->sizelimit = 0;
 	ldev->flags = 0;
 	memset(ldev->file_name, 0, LO_NAME_SIZE);
+out_unlock:
 	mutex_unlock(&ldev_chain_lock);
 	mutex_unlock(&ldev->lock);
 out_claim:
