@@ -19,9 +19,9 @@ Call Trace:
 # partitions too): the status line blk-mq prints for a failed request
 # ("I/O error, dev loop0, sector ..."; other statuses such as "critical
 # medium error" read the same), the buffer cache's line for a failed page
-# read or write, and the older kernels' blk_update_request form.  No suite
-# provokes one on purpose: a suite that ever must has to put its device under
-# another name, since every such line on a loop device fails the run.
+# read or write, and the older kernels' blk_update_request form.  A suite
+# that provokes such errors on purpose declares the lines it expects with
+# "# loopfs-expect-log: REGEX" near its top (see logscan.sh --expected).
 (I/O|critical medium|critical target|critical space allocation|critical nexus|recoverable transport|protection|timeout) error, dev loop
 Buffer I/O error on dev loop
 blk_update_request: .*error.*dev loop

@@ -43,12 +43,12 @@ shift
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 build=$src/.build
-name=${GUEST_RUN_NAME:-$kver}
-res=$build/results/$name
+run_name=${GUEST_RUN_NAME:-$kver}
+res=$build/results/$run_name
 ko=$build/$kver/loopfs.ko
 kernel=${GUEST_KERNEL:-/boot/vmlinuz-$kver}
 initrd=$build/initramfs/$kver.cpio
-log=$build/results/$name.serial.log
+log=$build/results/$run_name.serial.log
 
 SUITE_TIMEOUT=${SUITE_TIMEOUT:-300}
 SUITE_TIMEOUT_SCALE=${SUITE_TIMEOUT_SCALE:-1}
@@ -58,14 +58,14 @@ die() { echo "run-guest: $*" >&2; exit 1; }
 
 # One guest per kernel and tree at a time: they share the results directory.
 mkdir -p "$build/results"
-exec 9>"$build/results/$name.lock"
+exec 9>"$build/results/$run_name.lock"
 if ! flock -n 9; then
-	echo "run-guest: another $name guest runs from this tree; waiting for it"
+	echo "run-guest: another $run_name guest runs from this tree; waiting for it"
 	flock 9
 fi
 # The totals file is written last, by this run: a run that stops early
 # must not leave the previous run's totals to be read as its own.
-rm -f "$build/results/$name.totals"
+rm -f "$build/results/$run_name.totals"
 
 [ -r "$kernel" ] || die "no kernel $kernel"
 [ -f "$ko" ] || die "no module $ko (run 'make modules-all')"
@@ -303,7 +303,8 @@ fi
 # The whole serial log, whatever the guest reported.  A splat the guest
 # already counted (klog) is not counted twice.
 bad_log=0
-if excerpt=$("$here/logscan.sh" "$log"); then
+# shellcheck disable=SC2086
+if excerpt=$(LOGSCAN_ALLOW=$("$here/logscan.sh" --expected $suites) "$here/logscan.sh" "$log"); then
 	bad_log=1
 	echo "$excerpt"
 	[ "$klog" -gt 0 ] || problems+=("kernel log shows a WARNING/BUG/Oops/lockdep/hung task/panic")
@@ -327,7 +328,7 @@ if [ "$run" -eq 1 ]; then
 	exit
 fi
 
-echo "$pass $fail $skip $secs" >"$build/results/$name.totals"
+echo "$pass $fail $skip $secs" >"$build/results/$run_name.totals"
 boot=$(grep -m1 -oE 'loopfs-runner: start at [0-9.]+s' "$log" 2>/dev/null | grep -oE '[0-9.]+s$' || true)
 printf '%s: %d passed, %d failed, %d skipped (%ds wall, guest userland up at %s)\n' \
 	"$kver" "$pass" "$fail" "$skip" "$secs" "${boot:-?}"

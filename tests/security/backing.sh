@@ -1,6 +1,10 @@
 #!/bin/bash
 # shellcheck disable=SC2016  # tenant scripts expand in the tenant
 # loopfs-timeout: 900
+# Writes through a device backed by an active swap file fail (the file is
+# refused as the kernel refuses any write to a swap file):
+# loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x1:\(WRITE\)
+# loopfs-expect-log: Buffer I/O error on dev loopfs[0-9]+-[0-9]+, logical block [0-9]+, lost async page write
 # What a backing file may be and what I/O through it may do, attacked by a
 # tenant: the unprivileged uid as root of its own user namespace
 # (`unshare -Urm`), with its own instance. Each tenant run mounts a fresh

@@ -1,5 +1,7 @@
 #!/bin/bash
 # loopfs-timeout: 420
+# Aborting tenant A's FUSE connection fails its stalled reads:
+# loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x0:\(READ\)
 # Denial of service across tenants. Tenant A (the unprivileged uid, root of
 # its own user namespaces) backs devices with a file on a FUSE mount whose
 # daemon stops answering reads, writes and fsyncs. Its stalled I/O and the

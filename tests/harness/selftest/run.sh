@@ -36,7 +36,7 @@ trap 'rm -rf "$work"' EXIT
 log=$work/log
 
 echo "TAP version 13"
-echo "1..22"
+echo "1..24"
 
 # --- counting host-side TAP suites -------------------------------------------
 fake_tap() {
@@ -109,7 +109,7 @@ kver=$("$harness/kvers.sh" guest | grep -m1 -E '^6\.1\.')
 if [ -z "$kver" ] || { [ ! -f "$src/.build/$kver/loopfs.ko" ] &&
 	! "$harness/build-module.sh" "$kver" >"$log" 2>&1; }; then
 	echo "no 6.1 guest kernel with a loopfs.ko built for it (${kver:-none})" >"$log"
-	for ((i = n; i < 22; i++)); do tap FAIL "a 6.1 guest for the harness self-test" "$log"; done
+	for ((i = n; i < 24; i++)); do tap FAIL "a 6.1 guest for the harness self-test" "$log"; done
 	exit 1
 fi
 
@@ -134,12 +134,16 @@ GUEST_RUN_NAME=$run1 GUEST_TIMEOUT=300 SUITES= "$harness/run-guest.sh" "$kver" \
 	$fake/pass.sh $fake/fail.sh $fake/short-plan.sh $fake/no-plan.sh \
 	$fake/skip-bad-exit.sh $fake/bad-exit.sh $fake/warn-log.sh \
 	$fake/io-error-log.sh $fake/timeout.sh $fake/unload.sh $fake/noexec.sh \
+	$fake/expected-io-error.sh $fake/warn-declared.sh \
 	>"$work/run1" 2>&1 || rc=$?
 cp "$work/run1" "$log"
 expect "a guest run with failing suites exits non-zero" [ "$rc" -ne 0 ]
 expect "a passing suite beside them still passes" \
 	[ "$(result_of $run1 pass.sh)" = "1 0 0" ]
-for s in fail short-plan no-plan skip-bad-exit bad-exit warn-log io-error-log timeout unload; do
+expect "an I/O error a suite declares with loopfs-expect-log does not fail it" \
+	[ "$(result_of $run1 expected-io-error.sh)" = "1 0 0" ]
+for s in fail short-plan no-plan skip-bad-exit bad-exit warn-log io-error-log timeout unload \
+	warn-declared; do
 	case $s in
 	fail) what="a failed test" ;;
 	short-plan) what="fewer tests than planned" ;;
@@ -150,6 +154,7 @@ for s in fail short-plan no-plan skip-bad-exit bad-exit warn-log io-error-log ti
 	io-error-log) what="a loop device's I/O error in the kernel log" ;;
 	timeout) what="a suite past its timeout" ;;
 	unload) what="a suite unloading loopfs" ;;
+	warn-declared) what="a kernel WARNING declared as expected" ;;
 	esac
 	cp "$work/run1" "$log"
 	expect "$what fails its suite ($s.sh)" suite_failed $run1 $s.sh
