@@ -60,7 +60,7 @@ struct loopfs_ns_limit {
 /* Protects the charge table, the namespace limits and init_limit. */
 static DEFINE_SPINLOCK(loopfs_limits_lock);
 static DEFINE_HASHTABLE(loopfs_charges, 6);
-static DEFINE_HASHTABLE(loopfs_ns_limits, 4);
+static DEFINE_HASHTABLE(loopfs_ns_limits, 8);
 static int loopfs_init_limit = LOOPFS_DEFAULT_LIMIT;
 
 static struct loopfs_ns_limit *loopfs_find_ns_limit(struct user_namespace *ns)
@@ -185,23 +185,55 @@ static void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
 }
 
 /*
- * Namespaces other than the initial one that set a limit stay pinned until
- * they set it back to the default or the module goes: cap how many may.
+ * A namespace other than the initial one that sets a limit is pinned by its
+ * entry, so that the entry cannot outlive it and be found again by a new
+ * namespace at the same address. Once that reference is the last one,
+ * nothing can reach the namespace again (a new reference needs an existing
+ * one: a task's credentials, an nsfs inode, a child namespace, a mount):
+ * the entry is dropped at the next access to the knob. So no table cap is
+ * needed: apart from those awaiting that access, every entry belongs to a
+ * live namespace, which the kernel already charges to its creator
+ * (max_user_namespaces), and one user's entries cost nobody else a slot.
+ *
+ * Caller holds loopfs_limits_lock; moves the dead entries to @dead.
  */
-#define LOOPFS_MAX_NS_LIMITS	1024
-static unsigned int loopfs_nr_ns_limits;
+static void loopfs_prune_ns_limits(struct hlist_head *dead)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+	int bkt;
+
+	hash_for_each_safe(loopfs_ns_limits, bkt, tmp, l, node) {
+		if (refcount_read(&l->ns->ns.count) != 1)
+			continue;
+		hash_del(&l->node);
+		hlist_add_head(&l->node, dead);
+	}
+}
+
+static void loopfs_free_ns_limits(struct hlist_head *dead)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+
+	hlist_for_each_entry_safe(l, tmp, dead, node) {
+		put_user_ns(l->ns);
+		kfree(l);
+	}
+}
 
 static int loopfs_set_limit(struct user_namespace *ns, int max)
 {
-	struct loopfs_ns_limit *l, *fresh = NULL, *stale = NULL;
-	int err = 0;
+	struct loopfs_ns_limit *l, *fresh = NULL;
+	HLIST_HEAD(dead);
 
 	if (ns != &init_user_ns) {
-		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL_ACCOUNT);
 		if (!fresh)
 			return -ENOMEM;
 	}
 	spin_lock(&loopfs_limits_lock);
+	loopfs_prune_ns_limits(&dead);
 	l = loopfs_find_ns_limit(ns);
 	if (ns == &init_user_ns) {
 		loopfs_init_limit = max;
@@ -209,47 +241,46 @@ static int loopfs_set_limit(struct user_namespace *ns, int max)
 		l->max = max;
 		if (max == INT_MAX) {
 			hash_del(&l->node);
-			loopfs_nr_ns_limits--;
-			stale = l;
+			hlist_add_head(&l->node, &dead);
 		}
-	} else if (max == INT_MAX) {
-		/* Already the default. */
-	} else if (loopfs_nr_ns_limits >= LOOPFS_MAX_NS_LIMITS) {
-		err = -ENOSPC;
-	} else {
+	} else if (max != INT_MAX) {
 		fresh->ns = get_user_ns(ns);
 		fresh->max = max;
 		hash_add(loopfs_ns_limits, &fresh->node, (unsigned long)ns);
-		loopfs_nr_ns_limits++;
 		fresh = NULL;
 	}
 	spin_unlock(&loopfs_limits_lock);
 	kfree(fresh);
-	if (stale) {
-		put_user_ns(stale->ns);
-		kfree(stale);
-	}
-	return err;
+	loopfs_free_ns_limits(&dead);
+	return 0;
 }
 
 /*
  * Every user namespace reads and sets its own value. The entry is not in
  * the per-namespace sysctl set a module cannot reach, so its mode lets
  * everyone write and the handler demands CAP_SYS_RESOURCE over the
- * writer's namespace.
+ * namespace of whoever opened the file, with the opener's credentials: a
+ * descriptor handed to a more privileged writer (a setuid program's
+ * output) gains nothing. The handler is not given the file, but @ppos is
+ * always the position field of the kiocb proc_sys_call_handler() runs.
  */
 static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
 				      void *buffer, size_t *lenp, loff_t *ppos)
 {
-	struct user_namespace *ns = current_user_ns();
+	struct file *file = container_of(ppos, struct kiocb, ki_pos)->ki_filp;
+	struct user_namespace *ns = file->f_cred->user_ns;
 	struct ctl_table tmp = *table;
+	HLIST_HEAD(dead);
 	int max, err;
 
-	if (write && !ns_capable(ns, CAP_SYS_RESOURCE))
+	if (write && !file_ns_capable(file, ns, CAP_SYS_RESOURCE))
 		return -EPERM;
 	spin_lock(&loopfs_limits_lock);
+	if (!write)
+		loopfs_prune_ns_limits(&dead);
 	max = loopfs_limit(ns);
 	spin_unlock(&loopfs_limits_lock);
+	loopfs_free_ns_limits(&dead);
 	tmp.data = &max;
 	tmp.maxlen = sizeof(max);
 	tmp.extra1 = SYSCTL_ZERO;
