@@ -811,6 +811,7 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	xa_init_flags(&inst->devices, XA_FLAGS_ALLOC);
 	INIT_WORK(&inst->sync_work, loopfs_sync_workfn);
 	inst->max = max;
+	inst->mount_max = max;
 	inst->sb = sb;
 	inst->user_ns = get_user_ns(ns);
 	inst->root_uid = make_kuid(ns, 0);
@@ -874,6 +875,23 @@ static int loopfs_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, loopfs_fill_super);
 }
 
+/*
+ * max= is a cap the instance's owner may lower but not lift: raising it
+ * above the ceiling (the value given at mount time, or the last one a
+ * privileged remount set) needs CAP_SYS_ADMIN over the parent of the
+ * instance's user namespace. The owner of an initial-namespace instance
+ * already has CAP_SYS_ADMIN there. The per-user charge stays the real limit: a tenant
+ * can always mount another instance.
+ */
+static bool loopfs_may_raise_max(struct loopfs_instance *inst)
+{
+	struct user_namespace *parent = inst->user_ns->parent;
+
+	if (!parent)
+		return true;
+	return ns_capable(parent, CAP_SYS_ADMIN);
+}
+
 static int loopfs_reconfigure(struct fs_context *fc)
 {
 	struct loopfs_fs_context *ctx = fc->fs_private;
@@ -881,6 +899,15 @@ static int loopfs_reconfigure(struct fs_context *fc)
 
 	if (ctx->max_set) {
 		mutex_lock(&inst->lock);
+		if (ctx->max > inst->mount_max) {
+			if (!loopfs_may_raise_max(inst)) {
+				errorfc(fc, "max above %u needs the parent namespace",
+					inst->mount_max);
+				mutex_unlock(&inst->lock);
+				return -EPERM;
+			}
+			inst->mount_max = ctx->max;
+		}
 		inst->max = ctx->max;
 		mutex_unlock(&inst->lock);
 	}
