@@ -28,6 +28,7 @@
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 #include <linux/uio.h>
 #include <linux/workqueue.h>
 
@@ -100,6 +101,7 @@ struct loop_dev {
 
 	/* Lets sysfs readers take a reference on file without ->lock. */
 	spinlock_t file_lock;
+	bool sysfs_added;	/* the loop/ group exists */
 
 	struct work_struct destroy_work;
 	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
@@ -779,15 +781,20 @@ static void shim_sysfs_add(struct loop_dev *ldev)
 
 	if (sysfs_create_group(kobj, &shim_attr_group))
 		return;
+	ldev->sysfs_added = true;
 	if (sysfs_group_change_owner(kobj, &shim_attr_group, ldev->uid,
 				     ldev->gid))
 		pr_warn("%s: cannot hand sysfs to the instance owner\n",
 			ldev->disk->disk_name);
 }
 
+/* Only a group that was created may be removed (removal would WARN). */
 static void shim_sysfs_remove(struct loop_dev *ldev)
 {
+	if (!ldev->sysfs_added)
+		return;
 	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj, &shim_attr_group);
+	ldev->sysfs_added = false;
 }
 
 /* ---- bind and unbind ---- */
@@ -1508,10 +1515,16 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	err = add_disk(disk);
 	if (err)
 		goto out_disk;
+	/*
+	 * The instance owner gets the disk's directory (and the loop/ group
+	 * once bound), nothing else: not uevent, which would let it send
+	 * synthetic events to the host's udev, nor power/ or the writable
+	 * block attributes. util-linux only reads sysfs.
+	 */
 	if (!uid_eq(ldev->uid, GLOBAL_ROOT_UID) ||
 	    !gid_eq(ldev->gid, GLOBAL_ROOT_GID)) {
-		err = device_change_owner(disk_to_dev(disk), ldev->uid,
-					  ldev->gid);
+		err = sysfs_change_owner(&disk_to_dev(disk)->kobj, ldev->uid,
+					 ldev->gid);
 		if (err)
 			pr_warn("%s: cannot hand sysfs to the instance owner\n",
 				disk->disk_name);
