@@ -133,6 +133,21 @@ static DEFINE_MUTEX(ldev_chain_lock);
 
 static const struct block_device_operations shim_fops;
 
+/*
+ * Partition scanning runs every partition parser built into the kernel on
+ * the image. Host root may refuse it to devices whose user namespace is
+ * not the initial one; the refusal is EPERM and changes nothing.
+ */
+static bool container_partscan = true;
+module_param(container_partscan, bool, 0644);
+MODULE_PARM_DESC(container_partscan,
+		 "Allow partition scanning on devices of instances owned by a non-initial user namespace (default: yes)");
+
+static bool shim_partscan_allowed(struct loop_dev *ldev)
+{
+	return ldev->user_ns == &init_user_ns || READ_ONCE(container_partscan);
+}
+
 static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
 {
 	loff_t size = i_size_read(file->f_mapping->host);
@@ -844,6 +859,11 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	err = -EINVAL;
 	if (config->info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
 		goto out_unlock;
+	err = -EPERM;
+	if ((config->info.lo_flags & LO_FLAGS_PARTSCAN) &&
+	    !shim_partscan_allowed(ldev))
+		goto out_unlock;
+	err = -EINVAL;
 	if (config->block_size && blk_validate_block_size(config->block_size))
 		goto out_unlock;
 	err = shim_status_from_info(ldev, &config->info);
@@ -1004,6 +1024,9 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 		err = ldev->ops->check_backing(ldev, file);
 	if (err)
 		goto out_unlock;
+	err = -EPERM;
+	if ((ldev->flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev))
+		goto out_unlock;
 	err = -EINVAL;
 	old = ldev->file;
 	if (shim_size(ldev->offset, ldev->sizelimit, file) !=
@@ -1046,6 +1069,11 @@ static int shim_set_status(struct loop_dev *ldev,
 		return err;
 	if (ldev->state != LD_BOUND) {
 		err = -ENXIO;
+		goto out_unlock;
+	}
+	if ((info->lo_flags & LO_FLAGS_PARTSCAN) &&
+	    !(ldev->flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev)) {
+		err = -EPERM;
 		goto out_unlock;
 	}
 	if (ldev->offset != info->lo_offset ||
