@@ -71,6 +71,7 @@ struct loop_dev {
 	struct blk_mq_tag_set tag_set;
 	int minor_id;
 	int number;
+	unsigned long serial;
 	struct user_namespace *user_ns;
 	kuid_t uid;
 	kgid_t gid;
@@ -124,6 +125,7 @@ static int shim_major;
 static DEFINE_IDA(shim_minor_ida);
 static struct workqueue_struct *shim_wq;
 static atomic_t shim_live_devices = ATOMIC_INIT(0);
+static atomic_long_t shim_serial = ATOMIC_LONG_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(shim_gone_wait);
 /*
  * Serialises binding and unbinding so that following a chain of loop
@@ -1495,6 +1497,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	if (!ldev)
 		return ERR_PTR(-ENOMEM);
 	ldev->number = cfg->number;
+	ldev->serial = atomic_long_inc_return(&shim_serial);
 	ldev->user_ns = cfg->user_ns;
 	ldev->uid = cfg->uid;
 	ldev->gid = cfg->gid;
@@ -1579,6 +1582,23 @@ void *loop_dev_owner(struct loop_dev *ldev)
 dev_t loop_dev_devt(struct loop_dev *ldev)
 {
 	return disk_devt(ldev->disk);
+}
+
+unsigned long loop_dev_serial(struct loop_dev *ldev)
+{
+	return ldev->serial;
+}
+
+bool loop_shim_file_is(struct file *file, unsigned long serial, int partno)
+{
+	struct block_device *bdev = I_BDEV(file->f_mapping->host);
+	struct gendisk *disk = bdev->bd_disk;
+
+	/* The open file holds the disk: private_data is valid. */
+	if (disk->fops != &shim_fops)
+		return false;
+	return ((struct loop_dev *)disk->private_data)->serial == serial &&
+	       compat_bdev_partno(bdev) == partno;
 }
 
 bool loop_dev_is_unbound(struct loop_dev *ldev)

@@ -351,9 +351,60 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
 
 /* ---- nodes ---- */
 
-/* Caller holds the root directory's inode lock. */
+/*
+ * A block node names one partition of one device, never just a dev_t: the
+ * dev_t is free again once the device or partition goes (extended minors of
+ * partitions 16 and up even while the device lives), and a node kept by a
+ * bind mount or an O_PATH descriptor would then open whatever disk reuses
+ * it, maybe another tenant's. Block nodes carry the device's serial and the
+ * partition number, and their open checks that the block device it got is
+ * that one (ENXIO otherwise). The rest is the block layer's own file
+ * operations, copied at module load.
+ */
+static const struct file_operations *loopfs_def_blk_fops;
+static struct file_operations loopfs_blk_fops;
+
+static unsigned long loopfs_node_ident(struct loop_dev *ldev, int partno)
+{
+	return loop_dev_serial(ldev) << 8 | partno;
+}
+
+static int loopfs_blk_open(struct inode *inode, struct file *file)
+{
+	unsigned long ident = (unsigned long)inode->i_private;
+	int err;
+
+	err = loopfs_def_blk_fops->open(inode, file);
+	if (err)
+		return err;
+	if (loop_shim_file_is(file, ident >> 8, ident & 0xff))
+		return 0;
+	loopfs_def_blk_fops->release(inode, file);
+	return -ENXIO;
+}
+
+static int loopfs_blk_fops_init(void)
+{
+	struct inode *probe = kzalloc(sizeof(*probe), GFP_KERNEL);
+
+	if (!probe)
+		return -ENOMEM;
+	/* Sets only i_mode, i_rdev and i_fop. */
+	init_special_inode(probe, S_IFBLK, 0);
+	loopfs_def_blk_fops = probe->i_fop;
+	kfree(probe);
+	loopfs_blk_fops = *loopfs_def_blk_fops;
+	loopfs_blk_fops.owner = THIS_MODULE;
+	loopfs_blk_fops.open = loopfs_blk_open;
+	return 0;
+}
+
+/*
+ * Caller holds the root directory's inode lock. @ident: what a block node
+ * names (loopfs_node_ident()).
+ */
 static int loopfs_add_node(struct super_block *sb, const char *name,
-			   umode_t mode, dev_t devt,
+			   umode_t mode, dev_t devt, unsigned long ident,
 			   const struct file_operations *fops)
 {
 	struct loopfs_instance *inst = sb->s_fs_info;
@@ -367,6 +418,10 @@ static int loopfs_add_node(struct super_block *sb, const char *name,
 	inode->i_uid = inst->root_uid;
 	inode->i_gid = inst->root_gid;
 	init_special_inode(inode, mode, devt);
+	if (S_ISBLK(mode)) {
+		inode->i_fop = &loopfs_blk_fops;
+		inode->i_private = (void *)ident;
+	}
 	if (fops)
 		inode->i_fop = fops;
 	compat_inode_init_ts(inode);
@@ -403,7 +458,7 @@ static void loopfs_remove_node(struct super_block *sb, const char *name)
 }
 
 static bool loopfs_node_is(struct super_block *sb, const char *name,
-			   dev_t devt)
+			   dev_t devt, unsigned long ident)
 {
 	struct dentry *dentry;
 	bool same;
@@ -412,7 +467,8 @@ static bool loopfs_node_is(struct super_block *sb, const char *name,
 	if (IS_ERR(dentry))
 		return false;
 	same = d_really_is_positive(dentry) &&
-	       d_inode(dentry)->i_rdev == devt;
+	       d_inode(dentry)->i_rdev == devt &&
+	       d_inode(dentry)->i_private == (void *)ident;
 	dput(dentry);
 	return same;
 }
@@ -424,6 +480,7 @@ static bool loopfs_node_is(struct super_block *sb, const char *name,
 static void loopfs_sync_partitions(struct super_block *sb,
 				   struct loopfs_device *dev)
 {
+	unsigned long ident;
 	char name[32];
 	dev_t *devts;
 	int last, p;
@@ -434,12 +491,13 @@ static void loopfs_sync_partitions(struct super_block *sb,
 	last = loop_dev_partitions(dev->ldev, devts, LOOP_SHIM_MAX_PARTS);
 	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
 		snprintf(name, sizeof(name), "loop%dp%d", dev->index, p);
-		if (devts[p] && loopfs_node_is(sb, name, devts[p]))
+		ident = loopfs_node_ident(dev->ldev, p);
+		if (devts[p] && loopfs_node_is(sb, name, devts[p], ident))
 			continue;
 		loopfs_remove_node(sb, name);
 		if (devts[p])
 			loopfs_add_node(sb, name, S_IFBLK | 0600, devts[p],
-					NULL);
+					ident, NULL);
 	}
 	dev->nr_part_nodes = last;
 	kfree(devts);
@@ -574,7 +632,8 @@ static int loopfs_add_device(struct super_block *sb, int index)
 
 	snprintf(name, sizeof(name), "loop%d", index);
 	err = loopfs_add_node(sb, name, S_IFBLK | 0600,
-			      loop_dev_devt(dev->ldev), NULL);
+			      loop_dev_devt(dev->ldev),
+			      loopfs_node_ident(dev->ldev, 0), NULL);
 	if (err) {
 		xa_erase(&inst->devices, index);
 		inst->nr_devices--;
@@ -865,7 +924,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	inode_lock(root);
 	err = loopfs_add_node(sb, LOOPFS_CONTROL, S_IFCHR | 0600,
-			      loopfs_ctl_devt, &loopfs_ctl_fops);
+			      loopfs_ctl_devt, 0, &loopfs_ctl_fops);
 	inode_unlock(root);
 	return err;
 }
@@ -988,6 +1047,9 @@ static int __init loopfs_init(void)
 {
 	int err;
 
+	err = loopfs_blk_fops_init();
+	if (err)
+		return err;
 	loopfs_wq = alloc_workqueue("loopfs_nodes", WQ_UNBOUND, 0);
 	if (!loopfs_wq)
 		return -ENOMEM;
