@@ -167,6 +167,16 @@ static inline int compat_apply_limits(struct request_queue *q,
 }
 #endif
 
+/* 6.10 replaced bdev->bd_partno with bdev_partno(). */
+static inline u8 compat_bdev_partno(struct block_device *bdev)
+{
+#ifdef LOOPFS_HAVE_BDEV_PARTNO
+	return bdev_partno(bdev);
+#else
+	return bdev->bd_partno;
+#endif
+}
+
 /* 6.3 passes inode operations a mnt_idmap instead of a user namespace. */
 #ifdef LOOPFS_HAVE_MNT_IDMAP
 #define compat_idmap_t		struct mnt_idmap

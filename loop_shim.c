@@ -42,6 +42,7 @@
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
+#include <linux/sysfs.h>
 #include <linux/uio.h>
 #include <linux/workqueue.h>
 
@@ -84,6 +85,7 @@ struct loop_dev {
 	struct blk_mq_tag_set tag_set;
 	int minor_id;
 	int number;
+	unsigned long serial;
 	struct user_namespace *user_ns;
 	kuid_t uid;
 	kgid_t gid;
@@ -119,6 +121,7 @@ struct loop_dev {
 
 	/* Lets sysfs readers take a reference on file without ->lock. */
 	spinlock_t file_lock;
+	bool sysfs_added;	/* the loop/ group exists */
 
 	struct work_struct destroy_work;
 	/*
@@ -151,6 +154,7 @@ static int shim_major;
 static DEFINE_IDA(shim_minor_ida);
 static struct workqueue_struct *shim_wq;
 static atomic_t shim_live_devices = ATOMIC_INIT(0);
+static atomic_long_t shim_serial = ATOMIC_LONG_INIT(0);
 static DECLARE_WAIT_QUEUE_HEAD(shim_gone_wait);
 /*
  * Serialises binding and unbinding so that following a chain of loop
@@ -159,6 +163,21 @@ static DECLARE_WAIT_QUEUE_HEAD(shim_gone_wait);
 static DEFINE_MUTEX(ldev_chain_lock);
 
 static const struct block_device_operations shim_fops;
+
+/*
+ * Partition scanning runs every partition parser built into the kernel on
+ * the image. Host root may refuse it to devices whose user namespace is
+ * not the initial one; the refusal is EPERM and changes nothing.
+ */
+static bool container_partscan = true;
+module_param(container_partscan, bool, 0644);
+MODULE_PARM_DESC(container_partscan,
+		 "Allow partition scanning on devices of instances owned by a non-initial user namespace (default: yes)");
+
+static bool shim_partscan_allowed(struct loop_dev *ldev)
+{
+	return ldev->user_ns == &init_user_ns || READ_ONCE(container_partscan);
+}
 
 static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
 {
@@ -991,15 +1010,20 @@ static void shim_sysfs_add(struct loop_dev *ldev)
 
 	if (sysfs_create_group(kobj, &shim_attr_group))
 		return;
+	ldev->sysfs_added = true;
 	if (sysfs_group_change_owner(kobj, &shim_attr_group, ldev->uid,
 				     ldev->gid))
 		pr_warn("%s: cannot hand sysfs to the instance owner\n",
 			ldev->disk->disk_name);
 }
 
+/* Only a group that was created may be removed (removal would WARN). */
 static void shim_sysfs_remove(struct loop_dev *ldev)
 {
+	if (!ldev->sysfs_added)
+		return;
 	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj, &shim_attr_group);
+	ldev->sysfs_added = false;
 }
 
 /* ---- bind and unbind ---- */
@@ -1068,6 +1092,11 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	err = -EINVAL;
 	if (config->info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
 		goto out_reset;
+	err = -EPERM;
+	if ((config->info.lo_flags & LO_FLAGS_PARTSCAN) &&
+	    !shim_partscan_allowed(ldev))
+		goto out_reset;
+	err = -EINVAL;
 	if (config->block_size && blk_validate_block_size(config->block_size))
 		goto out_reset;
 	err = shim_status_from_info(ldev, &config->info);
@@ -1245,6 +1274,9 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = shim_validate_file(file, bdev);
 	if (!err)
 		err = ldev->ops->check_backing(ldev, file);
+	if (!err && (ldev->flags & LO_FLAGS_PARTSCAN) &&
+	    !shim_partscan_allowed(ldev))
+		err = -EPERM;
 	old = ldev->file;
 	if (!err && shim_size(ldev->offset, ldev->sizelimit, file) !=
 		    shim_size(ldev->offset, ldev->sizelimit, old))
@@ -1290,6 +1322,11 @@ static int shim_set_status(struct loop_dev *ldev,
 		return err;
 	if (ldev->state != LD_BOUND) {
 		err = -ENXIO;
+		goto out_unlock;
+	}
+	if ((info->lo_flags & LO_FLAGS_PARTSCAN) &&
+	    !(ldev->flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev)) {
+		err = -EPERM;
 		goto out_unlock;
 	}
 	if (ldev->offset != info->lo_offset ||
@@ -1718,6 +1755,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	if (!ldev)
 		return ERR_PTR(-ENOMEM);
 	ldev->number = cfg->number;
+	ldev->serial = atomic_long_inc_return(&shim_serial);
 	ldev->user_ns = cfg->user_ns;
 	ldev->uid = cfg->uid;
 	ldev->gid = cfg->gid;
@@ -1770,10 +1808,16 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	err = add_disk(disk);
 	if (err)
 		goto out_disk;
+	/*
+	 * The instance owner gets the disk's directory (and the loop/ group
+	 * once bound), nothing else: not uevent, which would let it send
+	 * synthetic events to the host's udev, nor power/ or the writable
+	 * block attributes. util-linux only reads sysfs.
+	 */
 	if (!uid_eq(ldev->uid, GLOBAL_ROOT_UID) ||
 	    !gid_eq(ldev->gid, GLOBAL_ROOT_GID)) {
-		err = device_change_owner(disk_to_dev(disk), ldev->uid,
-					  ldev->gid);
+		err = sysfs_change_owner(&disk_to_dev(disk)->kobj, ldev->uid,
+					 ldev->gid);
 		if (err)
 			pr_warn("%s: cannot hand sysfs to the instance owner\n",
 				disk->disk_name);
@@ -1802,6 +1846,23 @@ void *loop_dev_owner(struct loop_dev *ldev)
 dev_t loop_dev_devt(struct loop_dev *ldev)
 {
 	return disk_devt(ldev->disk);
+}
+
+unsigned long loop_dev_serial(struct loop_dev *ldev)
+{
+	return ldev->serial;
+}
+
+bool loop_shim_file_is(struct file *file, unsigned long serial, int partno)
+{
+	struct block_device *bdev = I_BDEV(file->f_mapping->host);
+	struct gendisk *disk = bdev->bd_disk;
+
+	/* The open file holds the disk: private_data is valid. */
+	if (disk->fops != &shim_fops)
+		return false;
+	return ((struct loop_dev *)disk->private_data)->serial == serial &&
+	       compat_bdev_partno(bdev) == partno;
 }
 
 bool loop_dev_is_unbound(struct loop_dev *ldev)

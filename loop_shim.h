@@ -50,6 +50,10 @@ struct loop_dev_config {
 struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg);
 void *loop_dev_owner(struct loop_dev *ldev);
 dev_t loop_dev_devt(struct loop_dev *ldev);
+/* Never the same for two devices while the module is loaded. */
+unsigned long loop_dev_serial(struct loop_dev *ldev);
+/* Is @file, an open block device, partition @partno of device @serial? */
+bool loop_shim_file_is(struct file *file, unsigned long serial, int partno);
 bool loop_dev_is_unbound(struct loop_dev *ldev);
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max);
 

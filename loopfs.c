@@ -60,7 +60,7 @@ struct loopfs_ns_limit {
 /* Protects the charge table, the namespace limits and init_limit. */
 static DEFINE_SPINLOCK(loopfs_limits_lock);
 static DEFINE_HASHTABLE(loopfs_charges, 6);
-static DEFINE_HASHTABLE(loopfs_ns_limits, 4);
+static DEFINE_HASHTABLE(loopfs_ns_limits, 8);
 static int loopfs_init_limit = LOOPFS_DEFAULT_LIMIT;
 
 static struct loopfs_ns_limit *loopfs_find_ns_limit(struct user_namespace *ns)
@@ -185,23 +185,55 @@ static void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
 }
 
 /*
- * Namespaces other than the initial one that set a limit stay pinned until
- * they set it back to the default or the module goes: cap how many may.
+ * A namespace other than the initial one that sets a limit is pinned by its
+ * entry, so that the entry cannot outlive it and be found again by a new
+ * namespace at the same address. Once that reference is the last one,
+ * nothing can reach the namespace again (a new reference needs an existing
+ * one: a task's credentials, an nsfs inode, a child namespace, a mount):
+ * the entry is dropped at the next access to the knob. So no table cap is
+ * needed: apart from those awaiting that access, every entry belongs to a
+ * live namespace, which the kernel already charges to its creator
+ * (max_user_namespaces), and one user's entries cost nobody else a slot.
+ *
+ * Caller holds loopfs_limits_lock; moves the dead entries to @dead.
  */
-#define LOOPFS_MAX_NS_LIMITS	1024
-static unsigned int loopfs_nr_ns_limits;
+static void loopfs_prune_ns_limits(struct hlist_head *dead)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+	int bkt;
+
+	hash_for_each_safe(loopfs_ns_limits, bkt, tmp, l, node) {
+		if (refcount_read(&l->ns->ns.count) != 1)
+			continue;
+		hash_del(&l->node);
+		hlist_add_head(&l->node, dead);
+	}
+}
+
+static void loopfs_free_ns_limits(struct hlist_head *dead)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+
+	hlist_for_each_entry_safe(l, tmp, dead, node) {
+		put_user_ns(l->ns);
+		kfree(l);
+	}
+}
 
 static int loopfs_set_limit(struct user_namespace *ns, int max)
 {
-	struct loopfs_ns_limit *l, *fresh = NULL, *stale = NULL;
-	int err = 0;
+	struct loopfs_ns_limit *l, *fresh = NULL;
+	HLIST_HEAD(dead);
 
 	if (ns != &init_user_ns) {
-		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL);
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL_ACCOUNT);
 		if (!fresh)
 			return -ENOMEM;
 	}
 	spin_lock(&loopfs_limits_lock);
+	loopfs_prune_ns_limits(&dead);
 	l = loopfs_find_ns_limit(ns);
 	if (ns == &init_user_ns) {
 		loopfs_init_limit = max;
@@ -209,47 +241,46 @@ static int loopfs_set_limit(struct user_namespace *ns, int max)
 		l->max = max;
 		if (max == INT_MAX) {
 			hash_del(&l->node);
-			loopfs_nr_ns_limits--;
-			stale = l;
+			hlist_add_head(&l->node, &dead);
 		}
-	} else if (max == INT_MAX) {
-		/* Already the default. */
-	} else if (loopfs_nr_ns_limits >= LOOPFS_MAX_NS_LIMITS) {
-		err = -ENOSPC;
-	} else {
+	} else if (max != INT_MAX) {
 		fresh->ns = get_user_ns(ns);
 		fresh->max = max;
 		hash_add(loopfs_ns_limits, &fresh->node, (unsigned long)ns);
-		loopfs_nr_ns_limits++;
 		fresh = NULL;
 	}
 	spin_unlock(&loopfs_limits_lock);
 	kfree(fresh);
-	if (stale) {
-		put_user_ns(stale->ns);
-		kfree(stale);
-	}
-	return err;
+	loopfs_free_ns_limits(&dead);
+	return 0;
 }
 
 /*
  * Every user namespace reads and sets its own value. The entry is not in
  * the per-namespace sysctl set a module cannot reach, so its mode lets
  * everyone write and the handler demands CAP_SYS_RESOURCE over the
- * writer's namespace.
+ * namespace of whoever opened the file, with the opener's credentials: a
+ * descriptor handed to a more privileged writer (a setuid program's
+ * output) gains nothing. The handler is not given the file, but @ppos is
+ * always the position field of the kiocb proc_sys_call_handler() runs.
  */
 static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
 				      void *buffer, size_t *lenp, loff_t *ppos)
 {
-	struct user_namespace *ns = current_user_ns();
+	struct file *file = container_of(ppos, struct kiocb, ki_pos)->ki_filp;
+	struct user_namespace *ns = file->f_cred->user_ns;
 	struct ctl_table tmp = *table;
+	HLIST_HEAD(dead);
 	int max, err;
 
-	if (write && !ns_capable(ns, CAP_SYS_RESOURCE))
+	if (write && !file_ns_capable(file, ns, CAP_SYS_RESOURCE))
 		return -EPERM;
 	spin_lock(&loopfs_limits_lock);
+	if (!write)
+		loopfs_prune_ns_limits(&dead);
 	max = loopfs_limit(ns);
 	spin_unlock(&loopfs_limits_lock);
+	loopfs_free_ns_limits(&dead);
 	tmp.data = &max;
 	tmp.maxlen = sizeof(max);
 	tmp.extra1 = SYSCTL_ZERO;
@@ -320,9 +351,60 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
 
 /* ---- nodes ---- */
 
-/* Caller holds the root directory's inode lock. */
+/*
+ * A block node names one partition of one device, never just a dev_t: the
+ * dev_t is free again once the device or partition goes (extended minors of
+ * partitions 16 and up even while the device lives), and a node kept by a
+ * bind mount or an O_PATH descriptor would then open whatever disk reuses
+ * it, maybe another tenant's. Block nodes carry the device's serial and the
+ * partition number, and their open checks that the block device it got is
+ * that one (ENXIO otherwise). The rest is the block layer's own file
+ * operations, copied at module load.
+ */
+static const struct file_operations *loopfs_def_blk_fops;
+static struct file_operations loopfs_blk_fops;
+
+static unsigned long loopfs_node_ident(struct loop_dev *ldev, int partno)
+{
+	return loop_dev_serial(ldev) << 8 | partno;
+}
+
+static int loopfs_blk_open(struct inode *inode, struct file *file)
+{
+	unsigned long ident = (unsigned long)inode->i_private;
+	int err;
+
+	err = loopfs_def_blk_fops->open(inode, file);
+	if (err)
+		return err;
+	if (loop_shim_file_is(file, ident >> 8, ident & 0xff))
+		return 0;
+	loopfs_def_blk_fops->release(inode, file);
+	return -ENXIO;
+}
+
+static int loopfs_blk_fops_init(void)
+{
+	struct inode *probe = kzalloc(sizeof(*probe), GFP_KERNEL);
+
+	if (!probe)
+		return -ENOMEM;
+	/* Sets only i_mode, i_rdev and i_fop. */
+	init_special_inode(probe, S_IFBLK, 0);
+	loopfs_def_blk_fops = probe->i_fop;
+	kfree(probe);
+	loopfs_blk_fops = *loopfs_def_blk_fops;
+	loopfs_blk_fops.owner = THIS_MODULE;
+	loopfs_blk_fops.open = loopfs_blk_open;
+	return 0;
+}
+
+/*
+ * Caller holds the root directory's inode lock. @ident: what a block node
+ * names (loopfs_node_ident()).
+ */
 static int loopfs_add_node(struct super_block *sb, const char *name,
-			   umode_t mode, dev_t devt,
+			   umode_t mode, dev_t devt, unsigned long ident,
 			   const struct file_operations *fops)
 {
 	struct loopfs_instance *inst = sb->s_fs_info;
@@ -336,6 +418,10 @@ static int loopfs_add_node(struct super_block *sb, const char *name,
 	inode->i_uid = inst->root_uid;
 	inode->i_gid = inst->root_gid;
 	init_special_inode(inode, mode, devt);
+	if (S_ISBLK(mode)) {
+		inode->i_fop = &loopfs_blk_fops;
+		inode->i_private = (void *)ident;
+	}
 	if (fops)
 		inode->i_fop = fops;
 	compat_inode_init_ts(inode);
@@ -372,7 +458,7 @@ static void loopfs_remove_node(struct super_block *sb, const char *name)
 }
 
 static bool loopfs_node_is(struct super_block *sb, const char *name,
-			   dev_t devt)
+			   dev_t devt, unsigned long ident)
 {
 	struct dentry *dentry;
 	bool same;
@@ -381,7 +467,8 @@ static bool loopfs_node_is(struct super_block *sb, const char *name,
 	if (IS_ERR(dentry))
 		return false;
 	same = d_really_is_positive(dentry) &&
-	       d_inode(dentry)->i_rdev == devt;
+	       d_inode(dentry)->i_rdev == devt &&
+	       d_inode(dentry)->i_private == (void *)ident;
 	dput(dentry);
 	return same;
 }
@@ -393,6 +480,7 @@ static bool loopfs_node_is(struct super_block *sb, const char *name,
 static void loopfs_sync_partitions(struct super_block *sb,
 				   struct loopfs_device *dev)
 {
+	unsigned long ident;
 	char name[32];
 	dev_t *devts;
 	int last, p;
@@ -403,12 +491,13 @@ static void loopfs_sync_partitions(struct super_block *sb,
 	last = loop_dev_partitions(dev->ldev, devts, LOOP_SHIM_MAX_PARTS);
 	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
 		snprintf(name, sizeof(name), "loop%dp%d", dev->index, p);
-		if (devts[p] && loopfs_node_is(sb, name, devts[p]))
+		ident = loopfs_node_ident(dev->ldev, p);
+		if (devts[p] && loopfs_node_is(sb, name, devts[p], ident))
 			continue;
 		loopfs_remove_node(sb, name);
 		if (devts[p])
 			loopfs_add_node(sb, name, S_IFBLK | 0600, devts[p],
-					NULL);
+					ident, NULL);
 	}
 	dev->nr_part_nodes = last;
 	kfree(devts);
@@ -543,7 +632,8 @@ static int loopfs_add_device(struct super_block *sb, int index)
 
 	snprintf(name, sizeof(name), "loop%d", index);
 	err = loopfs_add_node(sb, name, S_IFBLK | 0600,
-			      loop_dev_devt(dev->ldev), NULL);
+			      loop_dev_devt(dev->ldev),
+			      loopfs_node_ident(dev->ldev, 0), NULL);
 	if (err) {
 		xa_erase(&inst->devices, index);
 		inst->nr_devices--;
@@ -789,6 +879,7 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	xa_init_flags(&inst->devices, XA_FLAGS_ALLOC);
 	INIT_WORK(&inst->sync_work, loopfs_sync_workfn);
 	inst->max = max;
+	inst->mount_max = max;
 	inst->sb = sb;
 	inst->user_ns = get_user_ns(ns);
 	inst->root_uid = make_kuid(ns, 0);
@@ -842,7 +933,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 
 	inode_lock(root);
 	err = loopfs_add_node(sb, LOOPFS_CONTROL, S_IFCHR | 0600,
-			      loopfs_ctl_devt, &loopfs_ctl_fops);
+			      loopfs_ctl_devt, 0, &loopfs_ctl_fops);
 	inode_unlock(root);
 	return err;
 }
@@ -852,6 +943,23 @@ static int loopfs_get_tree(struct fs_context *fc)
 	return get_tree_nodev(fc, loopfs_fill_super);
 }
 
+/*
+ * max= is a cap the instance's owner may lower but not lift: raising it
+ * above the ceiling (the value given at mount time, or the last one a
+ * privileged remount set) needs CAP_SYS_ADMIN over the parent of the
+ * instance's user namespace. The owner of an initial-namespace instance
+ * already has CAP_SYS_ADMIN there. The per-user charge stays the real limit: a tenant
+ * can always mount another instance.
+ */
+static bool loopfs_may_raise_max(struct loopfs_instance *inst)
+{
+	struct user_namespace *parent = inst->user_ns->parent;
+
+	if (!parent)
+		return true;
+	return ns_capable(parent, CAP_SYS_ADMIN);
+}
+
 static int loopfs_reconfigure(struct fs_context *fc)
 {
 	struct loopfs_fs_context *ctx = fc->fs_private;
@@ -859,6 +967,15 @@ static int loopfs_reconfigure(struct fs_context *fc)
 
 	if (ctx->max_set) {
 		mutex_lock(&inst->lock);
+		if (ctx->max > inst->mount_max) {
+			if (!loopfs_may_raise_max(inst)) {
+				errorfc(fc, "max above %u needs the parent namespace",
+					inst->mount_max);
+				mutex_unlock(&inst->lock);
+				return -EPERM;
+			}
+			inst->mount_max = ctx->max;
+		}
 		inst->max = ctx->max;
 		mutex_unlock(&inst->lock);
 	}
@@ -939,6 +1056,9 @@ static int __init loopfs_init(void)
 {
 	int err;
 
+	err = loopfs_blk_fops_init();
+	if (err)
+		return err;
 	loopfs_wq = alloc_workqueue("loopfs_nodes", WQ_UNBOUND, 0);
 	if (!loopfs_wq)
 		return -ENOMEM;

@@ -40,6 +40,7 @@ struct loopfs_instance {
 	struct xarray devices;		/* index -> struct loopfs_device */
 	unsigned int nr_devices;
 	unsigned int max;		/* mount option max= */
+	unsigned int mount_max;		/* highest max= the owner may set */
 	struct super_block *sb;		/* NULL once the superblock dies */
 
 	struct work_struct sync_work;	/* deferred partition node sync */

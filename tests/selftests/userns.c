@@ -1083,12 +1083,15 @@ TEST_F(limit, max_option_works_in_a_user_namespace)
 		int ctl;
 
 		ASSERT_EQ(0, enter_userns_as(uid, 1));
-		ASSERT_EQ(0, lfs_mount(mnt, "max=1"));
+		ASSERT_EQ(0, lfs_mount(mnt, "max=2"));
 		ctl = lfs_ctl(mnt);
 		ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_ADD, -1)));
+		/* The owner may lower max= and restore it, not lift it. */
+		ASSERT_EQ(0, mount(NULL, mnt, NULL, MS_REMOUNT, "max=1"));
 		ASSERT_EQ(-ENOSPC, R(ioctl(ctl, LOOP_CTL_ADD, -1)));
 		ASSERT_EQ(0, mount(NULL, mnt, NULL, MS_REMOUNT, "max=2"));
 		ASSERT_EQ(1, R(ioctl(ctl, LOOP_CTL_ADD, -1)));
+		ASSERT_EQ(-EPERM, R(mount(NULL, mnt, NULL, MS_REMOUNT, "max=3")));
 		ASSERT_EQ(0, super_opts(mnt, so, sizeof(so)));
 		ASSERT_TRUE(has_opt(so, "max=2"));
 	});
