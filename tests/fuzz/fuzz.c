@@ -850,7 +850,7 @@ static void op_ctl(enum op op)
 	result(op, r, errno, 0);
 }
 
-/* A node opened through an instance's mount never backs a device (#2b). */
+/* A node opened through an instance's mount never backs a device. */
 static void check_pin(enum op op, long r)
 {
 	if (r == 0 && backing_via_mount)
