@@ -1,9 +1,9 @@
 #!/bin/bash
 # lint.sh: checkpatch.pl --strict (from Debian's linux-source-6.1) and sparse
 # (make C=2) on the module's sources, for every supported kernel. Prints TAP.
-# Zero findings pass. The one justified exception is ENOSYS: loop-control
-# answers unknown ioctls with -ENOSYS because the in-tree driver does (see
-# loopfs_ctl_ioctl()).
+# Zero findings pass. Justified exceptions: ENOSYS (loop-control answers
+# unknown ioctls with -ENOSYS because the in-tree driver does, see
+# loopfs_ctl_ioctl()) and the source lines in $justified below.
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +18,26 @@ echo "TAP version 13"
 echo "1..$((1 + $(echo "$kvers" | wc -w)))"
 n=0 failed=0
 
+# Findings that are right as they are, named by the source line they are
+# about.  loopfs_blk_fops is the block layer's file operations (not
+# exported) copied at load time with another open(), so it cannot be const.
+justified=(
+	'static struct file_operations loopfs_blk_fops;'
+)
+# unjustified: the "file:line: TYPE: message" lines on stdin whose source
+# line is not in $justified.
+unjustified() {
+	local f l rest j line
+	while IFS=: read -r f l rest; do
+		[ -n "$f" ] || continue
+		line=$(sed -n "${l}p" "$src/$f")
+		for j in "${justified[@]}"; do
+			[ "$line" != "$j" ] || continue 2
+		done
+		echo "$f:$l:$rest"
+	done
+}
+
 n=$((n + 1))
 checkpatch=$out/linux-source-6.1/scripts/checkpatch.pl
 report=$out/checkpatch.txt
@@ -31,7 +51,9 @@ else
 	(cd "$src" && "$checkpatch" --strict --no-tree --terse --ignore ENOSYS \
 		-f "${sources[@]}") >"$report" 2>&1
 	rc=$?
-	if [ "$rc" -ne 0 ] || grep -qE '(WARNING|ERROR|CHECK):' "$report"; then
+	all=$(grep -E '(WARNING|ERROR|CHECK):' "$report")
+	findings=$(unjustified <<<"$all")
+	if [ -n "$findings" ] || { [ "$rc" -ne 0 ] && [ -z "$all" ]; }; then
 		sed 's/^/# /' "$report"
 		echo "# (checkpatch exit status $rc)"
 		failed=$((failed + 1))
