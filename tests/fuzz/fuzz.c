@@ -649,7 +649,12 @@ static void op_remount(void)
 	before = is_loopfs(mnt[i]);
 	r = mount(NULL, mnt[i], NULL, MS_REMOUNT, opt);
 	e = errno;
-	result(OP_remount, r, e, 0);
+	/*
+	 * A container's root may lower max= but not raise it above the value
+	 * its instance was mounted with (which the fuzzer does not track):
+	 * EPERM, there only.
+	 */
+	result(OP_remount, r, e, container ? EPERM : 0);
 	/*
 	 * Malformed options must be refused by a loopfs instance; the
 	 * directory itself (no instance on it) may take anything.  A lazy
