@@ -33,6 +33,18 @@ as_tenant() {
 		unshare -Urm bash -euo pipefail -c "$1"
 }
 
+# Wait (30 s at most) for a tenant script started in the background to
+# write its pid to $w/u/pid; else show its output ($1) and fail.
+wait_for_tenant() {
+	local i
+	for i in $(seq 300); do
+		[ -s "$w/u/pid" ] && return 0
+		sleep 0.1
+	done
+	cat "$1"
+	fail "no container"
+}
+
 # Kill the process a container script left holding its namespaces.
 release_holder() {
 	[ -s "$w/u/holder" ] && kill "$(cat "$w/u/holder")" 2>/dev/null
@@ -94,11 +106,7 @@ host_raises_max() {
 		"$tool" ctl-add "$w/u/m2/loop-control"
 		"$tool" ctl-add "$w/u/m2/loop-control" || true
 	' >"$w/raise.out" 2>&1 &
-	for i in $(seq 300); do
-		[ -s "$w/u/pid" ] && break
-		sleep 0.1
-	done
-	[ -s "$w/u/pid" ] || { cat "$w/raise.out"; fail "no container"; }
+	wait_for_tenant "$w/raise.out"
 	pid=$(cat "$w/u/pid")
 	out=$(nsenter -t "$pid" -m "$tool" remount "$w/u/m2" max=3 || true)
 	touch "$w/u/go"
@@ -257,11 +265,7 @@ stale_partition_node() {
 			cat "$w/u/err"
 		fi
 	' >"$w/stale.out" 2>&1 &
-	for i in $(seq 300); do
-		[ -s "$w/u/pid" ] && break
-		sleep 0.1
-	done
-	[ -s "$w/u/pid" ] || { cat "$w/stale.out"; fail "no container"; }
+	wait_for_tenant "$w/stale.out"
 	rm -f "$w/u/go"
 	mkdir -p "$w/host2"
 	mount -t loop loop "$w/host2"
