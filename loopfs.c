@@ -33,9 +33,6 @@
 #include "loopfs.h"
 #include "loop_shim.h"
 
-#define LOOPFS_CONTROL		"loop-control"
-#define LOOPFS_DEFAULT_LIMIT	255
-
 static DEFINE_IDA(loopfs_instance_ida);
 static dev_t loopfs_ctl_devt;
 static struct workqueue_struct *loopfs_wq;
@@ -293,7 +290,7 @@ static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
 
 static struct ctl_table loopfs_sysctls[] = {
 	{
-		.procname	= "max_loop_devices",
+		.procname	= LOOPFS_SYSCTL_NAME,
 		.mode		= 0666,
 		.proc_handler	= loopfs_max_devices_handler,
 	},
@@ -490,7 +487,8 @@ static void loopfs_sync_partitions(struct super_block *sb,
 		return;
 	last = loop_dev_partitions(dev->ldev, devts, LOOP_SHIM_MAX_PARTS);
 	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
-		snprintf(name, sizeof(name), "loop%dp%d", dev->index, p);
+		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT,
+			 dev->index, p);
 		ident = loopfs_node_ident(dev->ldev, p);
 		if (devts[p] && loopfs_node_is(sb, name, devts[p], ident))
 			continue;
@@ -613,7 +611,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	dev->index = index;
 	dev->instance = inst;
 
-	snprintf(name, sizeof(name), "loopfs%d-%d", inst->id, index);
+	snprintf(name, sizeof(name), LOOPFS_DISK_FMT, inst->id, index);
 	cfg.disk_name = name;
 	cfg.number = index;
 	cfg.user_ns = inst->user_ns;
@@ -630,7 +628,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	kref_get(&inst->ref);
 	inst->nr_devices++;
 
-	snprintf(name, sizeof(name), "loop%d", index);
+	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
 	err = loopfs_add_node(sb, name, S_IFBLK | 0600,
 			      loop_dev_devt(dev->ldev),
 			      loopfs_node_ident(dev->ldev, 0), NULL);
@@ -675,11 +673,11 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 	xa_erase(&inst->devices, index);
 	inst->nr_devices--;
 	for (p = 1; p <= dev->nr_part_nodes; p++) {
-		snprintf(name, sizeof(name), "loop%dp%d", index, p);
+		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT, index, p);
 		loopfs_remove_node(sb, name);
 	}
 	if (node) {
-		snprintf(name, sizeof(name), "loop%d", index);
+		snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
 		loopfs_remove_node(sb, name);
 	}
 	/* Under the lock, so the index cannot be reused before the name. */
@@ -932,7 +930,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 		return -ENOMEM;
 
 	inode_lock(root);
-	err = loopfs_add_node(sb, LOOPFS_CONTROL, S_IFCHR | 0600,
+	err = loopfs_add_node(sb, LOOPFS_CONTROL_NAME, S_IFCHR | 0600,
 			      loopfs_ctl_devt, 0, &loopfs_ctl_fops);
 	inode_unlock(root);
 	return err;
@@ -1045,7 +1043,7 @@ static void loopfs_kill_sb(struct super_block *sb)
 
 static struct file_system_type loopfs_fs_type = {
 	.owner			= THIS_MODULE,
-	.name			= "loop",
+	.name			= LOOPFS_FSTYPE,
 	.init_fs_context	= loopfs_init_fs_context,
 	.parameters		= loopfs_fs_parameters,
 	.kill_sb		= loopfs_kill_sb,
@@ -1069,7 +1067,7 @@ static int __init loopfs_init(void)
 	if (err)
 		goto out_chrdev;
 	err = -ENOMEM;
-	loopfs_sysctl_header = register_sysctl("user", loopfs_sysctls);
+	loopfs_sysctl_header = register_sysctl(LOOPFS_SYSCTL_DIR, loopfs_sysctls);
 	if (!loopfs_sysctl_header)
 		goto out_shim;
 	err = register_filesystem(&loopfs_fs_type);
@@ -1105,4 +1103,4 @@ module_exit(loopfs_exit);
 
 MODULE_DESCRIPTION("loopfs: private loop device instances");
 MODULE_LICENSE("GPL");
-MODULE_ALIAS_FS("loop");
+MODULE_ALIAS_FS(LOOPFS_FSTYPE);

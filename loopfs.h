@@ -13,7 +13,8 @@
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
 
-#define LOOPFS_SUPER_MAGIC	0x6c6f6f71
+#include "loopfs_abi.h"
+
 /* Indices per instance, as many as the in-tree driver has minors for. */
 #define LOOPFS_MAX_INDEX	(MINORMASK + 1)
 
