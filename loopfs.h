@@ -55,4 +55,31 @@ struct loopfs_device {
 	int nr_part_nodes;		/* loop<N>p1.. nodes made so far */
 };
 
+/*
+ * Per-user device limits (limits.c). Each device an instance creates is
+ * charged to the root of the instance's user namespace in that namespace
+ * and to the owner of every namespace above it, each level within the
+ * limit that level's namespace has set in /proc/sys/user/max_loop_devices.
+ */
+
+/**
+ * loopfs_charge() - charge one device to @uid in @ns and its ancestors
+ * @ns: the user namespace the device is created in
+ * @uid: the user charged at that level (the namespace's root)
+ *
+ * Return: 0, -ENOSPC when any level is at its limit (nothing is charged
+ * then), or -ENOMEM.
+ */
+int loopfs_charge(struct user_namespace *ns, kuid_t uid);
+
+/**
+ * loopfs_uncharge() - undo one successful loopfs_charge(@ns, @uid)
+ * @ns: as given to loopfs_charge()
+ * @uid: as given to loopfs_charge()
+ */
+void loopfs_uncharge(struct user_namespace *ns, kuid_t uid);
+
+int loopfs_limits_init(void);
+void loopfs_limits_exit(void);
+
 #endif /* LOOPFS_H */

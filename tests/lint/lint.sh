@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 out=$src/.build/lint
 tarball=/usr/src/linux-source-6.1.tar.xz
-sources=(loopfs.c loopfs.h loopfs_abi.h loop_shim.c loop_shim.h compat.h)
+sources=(loopfs.c limits.c loopfs.h loopfs_abi.h loop_shim.c loop_shim.h compat.h)
 mkdir -p "$out"
 
 kvers=$("$src/tests/harness/kvers.sh" all)

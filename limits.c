@@ -1,0 +1,299 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * loopfs per-user limits: how many devices each user may create, counted
+ * like the kernel's ucounts, at every level of the user namespace tree up
+ * to the initial one, and the sysctl /proc/sys/user/max_loop_devices
+ * through which each user namespace reads and sets its own limit.
+ */
+#define pr_fmt(fmt) "loopfs: " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/hashtable.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/sysctl.h>
+#include <linux/user_namespace.h>
+
+#include "compat.h"
+#include "loopfs.h"
+
+/* Devices charged to @uid in @ns: one entry per (namespace, user) level. */
+struct loopfs_charge {
+	struct hlist_node node;
+	struct user_namespace *ns;
+	kuid_t uid;
+	long count;
+};
+
+/* The limit a user namespace other than the initial one has set. */
+struct loopfs_ns_limit {
+	struct hlist_node node;
+	struct user_namespace *ns;	/* pinned while the limit is set */
+	int max;
+};
+
+/* Protects the charge table, the namespace limits and init_limit. */
+static DEFINE_SPINLOCK(loopfs_limits_lock);
+static DEFINE_HASHTABLE(loopfs_charges, 6);
+static DEFINE_HASHTABLE(loopfs_ns_limits, 8);
+static int loopfs_init_limit = LOOPFS_DEFAULT_LIMIT;
+
+static struct loopfs_ns_limit *loopfs_find_ns_limit(struct user_namespace *ns)
+{
+	struct loopfs_ns_limit *l;
+
+	hash_for_each_possible(loopfs_ns_limits, l, node, (unsigned long)ns)
+		if (l->ns == ns)
+			return l;
+	return NULL;
+}
+
+static int loopfs_limit(struct user_namespace *ns)
+{
+	struct loopfs_ns_limit *l;
+
+	if (ns == &init_user_ns)
+		return loopfs_init_limit;
+	l = loopfs_find_ns_limit(ns);
+	return l ? l->max : INT_MAX;
+}
+
+static unsigned long loopfs_charge_key(struct user_namespace *ns, kuid_t uid)
+{
+	return (unsigned long)ns ^ __kuid_val(uid);
+}
+
+static struct loopfs_charge *loopfs_find_charge(struct user_namespace *ns,
+						kuid_t uid)
+{
+	struct loopfs_charge *c;
+
+	hash_for_each_possible(loopfs_charges, c, node,
+			       loopfs_charge_key(ns, uid))
+		if (c->ns == ns && uid_eq(c->uid, uid))
+			return c;
+	return NULL;
+}
+
+static int loopfs_ns_depth(struct user_namespace *ns)
+{
+	int depth = 0;
+
+	for (; ns; ns = ns->parent)
+		depth++;
+	return depth;
+}
+
+int loopfs_charge(struct user_namespace *ns, kuid_t uid)
+{
+	int depth = loopfs_ns_depth(ns), used = 0, i, err = 0;
+	struct loopfs_charge **spare, *c;
+	struct user_namespace *level;
+	kuid_t luid;
+
+	spare = kcalloc(depth, sizeof(*spare), GFP_KERNEL);
+	if (!spare)
+		return -ENOMEM;
+	for (i = 0; i < depth; i++) {
+		spare[i] = kzalloc(sizeof(*c), GFP_KERNEL);
+		if (!spare[i]) {
+			err = -ENOMEM;
+			goto out_free;
+		}
+	}
+
+	spin_lock(&loopfs_limits_lock);
+	for (level = ns, luid = uid; level; luid = level->owner,
+	     level = level->parent) {
+		c = loopfs_find_charge(level, luid);
+		if (c && c->count >= loopfs_limit(level)) {
+			err = -ENOSPC;
+			break;
+		}
+		if (!c && loopfs_limit(level) <= 0) {
+			err = -ENOSPC;
+			break;
+		}
+	}
+	for (level = ns, luid = uid; !err && level; luid = level->owner,
+	     level = level->parent) {
+		c = loopfs_find_charge(level, luid);
+		if (!c) {
+			c = spare[used++];
+			c->ns = level;
+			c->uid = luid;
+			hash_add(loopfs_charges, &c->node,
+				 loopfs_charge_key(level, luid));
+		}
+		c->count++;
+	}
+	spin_unlock(&loopfs_limits_lock);
+out_free:
+	for (i = used; i < depth; i++)
+		kfree(spare[i]);
+	kfree(spare);
+	return err;
+}
+
+void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
+{
+	struct loopfs_charge *c;
+	struct user_namespace *level;
+	kuid_t luid;
+
+	spin_lock(&loopfs_limits_lock);
+	for (level = ns, luid = uid; level; luid = level->owner,
+	     level = level->parent) {
+		c = loopfs_find_charge(level, luid);
+		if (WARN_ON_ONCE(!c))
+			continue;
+		if (--c->count)
+			continue;
+		hash_del(&c->node);
+		kfree(c);
+	}
+	spin_unlock(&loopfs_limits_lock);
+}
+
+/*
+ * A namespace other than the initial one that sets a limit is pinned by its
+ * entry, so that the entry cannot outlive it and be found again by a new
+ * namespace at the same address. Once that reference is the last one,
+ * nothing can reach the namespace again (a new reference needs an existing
+ * one: a task's credentials, an nsfs inode, a child namespace, a mount):
+ * the entry is dropped at the next access to the knob. So no table cap is
+ * needed: apart from those awaiting that access, every entry belongs to a
+ * live namespace, which the kernel already charges to its creator
+ * (max_user_namespaces), and one user's entries cost nobody else a slot.
+ *
+ * Moves the dead entries to @dead.
+ */
+static void loopfs_prune_ns_limits(struct hlist_head *dead)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+	int bkt;
+
+	lockdep_assert_held(&loopfs_limits_lock);
+	hash_for_each_safe(loopfs_ns_limits, bkt, tmp, l, node) {
+		if (refcount_read(&l->ns->ns.count) != 1)
+			continue;
+		hash_del(&l->node);
+		hlist_add_head(&l->node, dead);
+	}
+}
+
+static void loopfs_free_ns_limits(struct hlist_head *dead)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+
+	hlist_for_each_entry_safe(l, tmp, dead, node) {
+		put_user_ns(l->ns);
+		kfree(l);
+	}
+}
+
+static int loopfs_set_limit(struct user_namespace *ns, int max)
+{
+	struct loopfs_ns_limit *l, *fresh = NULL;
+	HLIST_HEAD(dead);
+
+	if (ns != &init_user_ns) {
+		fresh = kzalloc(sizeof(*fresh), GFP_KERNEL_ACCOUNT);
+		if (!fresh)
+			return -ENOMEM;
+	}
+	spin_lock(&loopfs_limits_lock);
+	loopfs_prune_ns_limits(&dead);
+	l = loopfs_find_ns_limit(ns);
+	if (ns == &init_user_ns) {
+		loopfs_init_limit = max;
+	} else if (l) {
+		l->max = max;
+		if (max == INT_MAX) {
+			hash_del(&l->node);
+			hlist_add_head(&l->node, &dead);
+		}
+	} else if (max != INT_MAX) {
+		fresh->ns = get_user_ns(ns);
+		fresh->max = max;
+		hash_add(loopfs_ns_limits, &fresh->node, (unsigned long)ns);
+		fresh = NULL;
+	}
+	spin_unlock(&loopfs_limits_lock);
+	kfree(fresh);
+	loopfs_free_ns_limits(&dead);
+	return 0;
+}
+
+/*
+ * Every user namespace reads and sets its own value. The entry is not in
+ * the per-namespace sysctl set a module cannot reach, so its mode lets
+ * everyone write and the handler demands CAP_SYS_RESOURCE over the
+ * namespace of whoever opened the file, with the opener's credentials: a
+ * descriptor handed to a more privileged writer (a setuid program's
+ * output) gains nothing. The handler is not given the file, but @ppos is
+ * always the position field of the kiocb proc_sys_call_handler() runs.
+ */
+static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
+				      void *buffer, size_t *lenp, loff_t *ppos)
+{
+	struct file *file = container_of(ppos, struct kiocb, ki_pos)->ki_filp;
+	struct user_namespace *ns = file->f_cred->user_ns;
+	struct ctl_table tmp = *table;
+	HLIST_HEAD(dead);
+	int max, err;
+
+	if (write && !file_ns_capable(file, ns, CAP_SYS_RESOURCE))
+		return -EPERM;
+	spin_lock(&loopfs_limits_lock);
+	if (!write)
+		loopfs_prune_ns_limits(&dead);
+	max = loopfs_limit(ns);
+	spin_unlock(&loopfs_limits_lock);
+	loopfs_free_ns_limits(&dead);
+	tmp.data = &max;
+	tmp.maxlen = sizeof(max);
+	tmp.extra1 = SYSCTL_ZERO;
+	tmp.extra2 = SYSCTL_INT_MAX;
+	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
+	if (err || !write)
+		return err;
+	return loopfs_set_limit(ns, max);
+}
+
+static struct ctl_table loopfs_sysctls[] = {
+	{
+		.procname	= LOOPFS_SYSCTL_NAME,
+		.mode		= 0666,
+		.proc_handler	= loopfs_max_devices_handler,
+	},
+	COMPAT_CTL_SENTINEL
+};
+
+static struct ctl_table_header *loopfs_sysctl_header;
+
+int __init loopfs_limits_init(void)
+{
+	loopfs_sysctl_header = register_sysctl(LOOPFS_SYSCTL_DIR,
+					       loopfs_sysctls);
+	return loopfs_sysctl_header ? 0 : -ENOMEM;
+}
+
+void loopfs_limits_exit(void)
+{
+	struct loopfs_ns_limit *l;
+	struct hlist_node *tmp;
+	int bkt;
+
+	unregister_sysctl_table(loopfs_sysctl_header);
+	hash_for_each_safe(loopfs_ns_limits, bkt, tmp, l, node) {
+		hash_del(&l->node);
+		put_user_ns(l->ns);
+		kfree(l);
+	}
+}
+
