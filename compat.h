@@ -14,10 +14,16 @@
 #include <linux/fs.h>
 #include <linux/sysctl.h>
 
-/* Limits of a loop device, applied to its queue in one go. */
+/*
+ * A loop device's queue limits, every field given by the driver: the
+ * adapters below only write them the way the running kernel takes them.
+ */
 struct compat_limits {
-	unsigned int block_size;	/* logical = physical = io_min */
-	unsigned int max_discard_sectors;	/* 0: no discard/zeroes */
+	unsigned int logical_block_size;
+	unsigned int physical_block_size;
+	unsigned int io_min;
+	unsigned int max_discard_sectors;
+	unsigned int max_write_zeroes_sectors;
 	unsigned int discard_granularity;
 	bool write_cache;
 	bool rotational;
@@ -28,12 +34,12 @@ struct compat_limits {
  * the gendisk to ->open and drops the mode from ->release.
  * (Type aliases are macros: typedefs of kernel types are frowned upon.)
  * COMPAT_BDOPS_OPEN/RELEASE(fn) define fn_bdops() adapters around
- * fn(struct gendisk *, loopfs_mode_t) and fn(struct gendisk *).
+ * fn(struct gendisk *, compat_blk_mode_t) and fn(struct gendisk *).
  */
 #ifdef LOOPFS_HAVE_BLK_MODE_T
-#define loopfs_mode_t		blk_mode_t
-#define LOOPFS_MODE_WRITE	BLK_OPEN_WRITE
-#define LOOPFS_MODE_EXCL	BLK_OPEN_EXCL
+#define compat_blk_mode_t	blk_mode_t
+#define COMPAT_BLK_OPEN_WRITE	BLK_OPEN_WRITE
+#define COMPAT_BLK_OPEN_EXCL	BLK_OPEN_EXCL
 #define COMPAT_BDOPS_OPEN(fn)						\
 static int fn##_bdops(struct gendisk *disk, blk_mode_t mode)		\
 {									\
@@ -46,9 +52,9 @@ static void fn##_bdops(struct gendisk *disk)				\
 	fn(disk);							\
 }
 #else
-#define loopfs_mode_t		fmode_t
-#define LOOPFS_MODE_WRITE	FMODE_WRITE
-#define LOOPFS_MODE_EXCL	FMODE_EXCL
+#define compat_blk_mode_t	fmode_t
+#define COMPAT_BLK_OPEN_WRITE	FMODE_WRITE
+#define COMPAT_BLK_OPEN_EXCL	FMODE_EXCL
 #define COMPAT_BDOPS_OPEN(fn)						\
 static int fn##_bdops(struct block_device *bdev, fmode_t mode)		\
 {									\
@@ -103,15 +109,18 @@ static inline void compat_set_partscan(struct gendisk *disk, bool on)
 }
 
 /*
- * Queue limits: 6.9 added atomic queue_limits updates and the limits
- * argument of blk_mq_alloc_disk(); 6.11 moved feature flags into them.
- * The caller freezes the queue when it is live.
+ * Queue limits: 6.9 added atomic queue_limits updates, validated when
+ * committed, and the limits argument of blk_mq_alloc_disk(); 6.11 moved
+ * feature flags into them. The caller freezes the queue when it is live.
  */
 #ifdef LOOPFS_HAVE_QUEUE_LIMITS
+#define COMPAT_HAVE_QUEUE_LIMITS	true
+
 static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
-						void *data)
+						void *data,
+						unsigned int max_hw_sectors)
 {
-	struct queue_limits lim = { .max_hw_sectors = 2560 };
+	struct queue_limits lim = { .max_hw_sectors = max_hw_sectors };
 
 	return blk_mq_alloc_disk(set, &lim, data);
 }
@@ -121,13 +130,12 @@ static inline int compat_apply_limits(struct request_queue *q,
 {
 	struct queue_limits lim = queue_limits_start_update(q);
 
-	lim.logical_block_size = cl->block_size;
-	lim.physical_block_size = cl->block_size;
-	lim.io_min = cl->block_size;
+	lim.logical_block_size = cl->logical_block_size;
+	lim.physical_block_size = cl->physical_block_size;
+	lim.io_min = cl->io_min;
 	lim.max_hw_discard_sectors = cl->max_discard_sectors;
-	lim.max_write_zeroes_sectors = cl->max_discard_sectors;
-	lim.discard_granularity = cl->max_discard_sectors ?
-				  cl->discard_granularity : 0;
+	lim.max_write_zeroes_sectors = cl->max_write_zeroes_sectors;
+	lim.discard_granularity = cl->discard_granularity;
 	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_ROTATIONAL);
 	if (cl->write_cache)
 		lim.features |= BLK_FEAT_WRITE_CACHE;
@@ -136,28 +144,31 @@ static inline int compat_apply_limits(struct request_queue *q,
 	return queue_limits_commit_update(q, &lim);
 }
 #else
+#define COMPAT_HAVE_QUEUE_LIMITS	false
+
 static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
-						void *data)
+						void *data,
+						unsigned int max_hw_sectors)
 {
 	struct gendisk *disk = blk_mq_alloc_disk(set, data);
 
 	if (!IS_ERR(disk))
-		blk_queue_max_hw_sectors(disk->queue, 2560);
+		blk_queue_max_hw_sectors(disk->queue, max_hw_sectors);
 	return disk;
 }
 
+/* No commit step here to reject a bad block size: check as it would. */
 static inline int compat_apply_limits(struct request_queue *q,
 				      const struct compat_limits *cl)
 {
-	if (blk_validate_block_size(cl->block_size))
+	if (blk_validate_block_size(cl->logical_block_size))
 		return -EINVAL;
-	blk_queue_logical_block_size(q, cl->block_size);
-	blk_queue_physical_block_size(q, cl->block_size);
-	blk_queue_io_min(q, cl->block_size);
+	blk_queue_logical_block_size(q, cl->logical_block_size);
+	blk_queue_physical_block_size(q, cl->physical_block_size);
+	blk_queue_io_min(q, cl->io_min);
 	blk_queue_max_discard_sectors(q, cl->max_discard_sectors);
-	blk_queue_max_write_zeroes_sectors(q, cl->max_discard_sectors);
-	q->limits.discard_granularity = cl->max_discard_sectors ?
-					cl->discard_granularity : 0;
+	blk_queue_max_write_zeroes_sectors(q, cl->max_write_zeroes_sectors);
+	q->limits.discard_granularity = cl->discard_granularity;
 	blk_queue_write_cache(q, cl->write_cache, false);
 	if (cl->rotational)
 		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
@@ -183,22 +194,6 @@ static inline u8 compat_bdev_partno(struct block_device *bdev)
 #else
 #define compat_idmap_t		struct user_namespace
 #endif
-
-/*
- * LOOP_SET_BLOCK_SIZE: the in-tree driver of 6.1 rejects an invalid size
- * up front; since the queue_limits rework it takes the low 32 bits, treats
- * 0 as "the default" and lets the limits commit reject the rest.
- */
-static inline int compat_block_size_arg(unsigned long arg, unsigned int *bsize)
-{
-#ifdef LOOPFS_HAVE_QUEUE_LIMITS
-	*bsize = (unsigned int)arg;
-	return 0;
-#else
-	*bsize = arg;
-	return blk_validate_block_size(arg);
-#endif
-}
 
 /*
  * Whether buffered writes to @file honour IOCB_NOWAIT (elsewhere such a

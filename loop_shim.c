@@ -53,6 +53,8 @@
 #define SHIM_INLINE_BVECS	4
 #define SHIM_QUEUE_DEPTH	128
 #define SHIM_MAX_HW_QUEUES	8
+/* 1280 KiB per request, as the in-tree driver allows. */
+#define SHIM_MAX_HW_SECTORS	2560
 
 enum loop_dev_state {
 	LD_UNBOUND,
@@ -736,7 +738,8 @@ static int shim_validate_file(struct file *file, struct block_device *bdev)
 	return 0;
 }
 
-static int shim_check_backing(struct file *file)
+/* Can the device do its I/O through @file at all? */
+static int shim_check_file_ops(struct file *file)
 {
 	if (!file->f_op->read_iter)
 		return -EINVAL;
@@ -750,6 +753,28 @@ static int shim_check_backing(struct file *file)
 		return -EBADF;
 	if ((file->f_mode & FMODE_WRITE) && !file->f_op->write_iter)
 		return -EINVAL;
+	return 0;
+}
+
+/*
+ * May @file back @ldev, opened as @bdev, with @flags? The same checks for
+ * a first bind and for LOOP_CHANGE_FD, in the in-tree driver's order: the
+ * chain of backing files, the owner's policy, then the flags.
+ */
+static int shim_may_back(struct loop_dev *ldev, struct block_device *bdev,
+			 struct file *file, u32 flags)
+{
+	int err;
+
+	err = shim_validate_file(file, bdev);
+	if (!err)
+		err = ldev->ops->check_backing(ldev, file);
+	if (err)
+		return err;
+	if (flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
+		return -EINVAL;
+	if ((flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev))
+		return -EPERM;
 	return 0;
 }
 
@@ -769,37 +794,62 @@ static bool shim_file_writable(struct file *file)
 	       !IS_IMMUTABLE(inode);
 }
 
-static void shim_discard_config(struct loop_dev *ldev, unsigned int bsize,
-				struct compat_limits *cl)
+/*
+ * Discard and write-zeroes punch holes in (or zero) the backing file, so
+ * both exist when it can: a block device passes on what it has; a file
+ * needs fallocate and works in units of its filesystem's blocks.
+ */
+static void shim_discard_config(struct loop_dev *ldev, struct compat_limits *cl)
 {
 	struct file *file = ldev->file;
 	struct inode *inode = file->f_mapping->host;
+	unsigned int sectors = 0, granularity = 0;
 
 	if (S_ISBLK(inode->i_mode)) {
 		struct block_device *bdev = I_BDEV(inode);
 
-		cl->max_discard_sectors = bdev_write_zeroes_sectors(bdev);
-		cl->discard_granularity = bdev_physical_block_size(bdev);
+		sectors = bdev_write_zeroes_sectors(bdev);
+		granularity = bdev_physical_block_size(bdev);
 	} else if (file->f_op->fallocate) {
-		cl->max_discard_sectors = UINT_MAX >> SECTOR_SHIFT;
-		cl->discard_granularity = max_t(unsigned int, bsize,
-						inode->i_sb->s_blocksize);
+		sectors = UINT_MAX >> SECTOR_SHIFT;
+		granularity = max_t(unsigned int, cl->logical_block_size,
+				    inode->i_sb->s_blocksize);
 	}
+	cl->max_discard_sectors = sectors;
+	cl->max_write_zeroes_sectors = sectors;
+	cl->discard_granularity = sectors ? granularity : 0;
 }
 
-/* Caller holds ->lock and has the queue frozen or the device unbound. */
+/*
+ * One block size for all: the device reads and writes its file in units
+ * of @bsize, so that is also its physical block and minimum I/O size.
+ * Without one given, 512 bytes, or under direct I/O the backing device's
+ * logical block size.
+ */
+static unsigned int shim_block_size(struct loop_dev *ldev, unsigned int bsize)
+{
+	struct block_device *backing = shim_backing_bdev(ldev->file);
+
+	if (bsize)
+		return bsize;
+	if ((ldev->flags & LO_FLAGS_DIRECT_IO) && backing)
+		return bdev_logical_block_size(backing);
+	return SECTOR_SIZE;
+}
+
+/* Caller has the queue frozen or the device unbound. */
 static int shim_apply_limits(struct loop_dev *ldev, unsigned int bsize)
 {
 	struct block_device *backing = shim_backing_bdev(ldev->file);
-	struct compat_limits cl = { .block_size = bsize };
+	struct compat_limits cl = { };
 
-	if (!cl.block_size) {
-		cl.block_size = SECTOR_SIZE;
-		/* Direct I/O matches the backing device's block size. */
-		if ((ldev->flags & LO_FLAGS_DIRECT_IO) && backing)
-			cl.block_size = bdev_logical_block_size(backing);
-	}
-	shim_discard_config(ldev, cl.block_size, &cl);
+	lockdep_assert_held(&ldev->lock);
+	bsize = shim_block_size(ldev, bsize);
+	cl.logical_block_size = bsize;
+	cl.physical_block_size = bsize;
+	cl.io_min = bsize;
+	shim_discard_config(ldev, &cl);
+	/* A flush means an fsync of the file, pointless when read-only. */
 	cl.write_cache = ldev->file->f_op->fsync &&
 			 !(ldev->flags & LO_FLAGS_READ_ONLY);
 	cl.rotational = backing && !bdev_nonrot(backing);
@@ -825,8 +875,8 @@ static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 }
 
 /*
- * Caller holds ->lock; the queue is frozen when the device is bound.
- * Switching between buffered and direct I/O syncs the file when @sync.
+ * The queue is frozen when the device is bound. Switching between buffered
+ * and direct I/O syncs the file when @sync.
  */
 static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 {
@@ -835,6 +885,7 @@ static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 	unsigned int lbs = queue_logical_block_size(ldev->disk->queue);
 	bool use = dio && (file->f_mode & FMODE_CAN_ODIRECT);
 
+	lockdep_assert_held(&ldev->lock);
 	if (use && backing && (lbs < bdev_logical_block_size(backing) ||
 			       (ldev->offset & (bdev_logical_block_size(backing) - 1))))
 		use = false;
@@ -1028,20 +1079,61 @@ static void shim_sysfs_remove(struct loop_dev *ldev)
 
 /* ---- bind and unbind ---- */
 
+/*
+ * Binding and clearing change the device's place in chains of loop
+ * devices: they hold its lock, then the chain lock. Both are waited for
+ * killably, since either may be held while a backing file takes its time.
+ */
+static int shim_lock_for_bind(struct loop_dev *ldev)
+{
+	if (mutex_lock_killable(&ldev->lock))
+		return -EINTR;
+	if (mutex_lock_killable(&ldev_chain_lock)) {
+		mutex_unlock(&ldev->lock);
+		return -EINTR;
+	}
+	return 0;
+}
+
+static void shim_unlock_for_bind(struct loop_dev *ldev)
+{
+	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&ldev->lock);
+}
+
+/* An unbound device reports no configuration. */
+static void shim_reset_config(struct loop_dev *ldev)
+{
+	ldev->offset = 0;
+	ldev->sizelimit = 0;
+	ldev->flags = 0;
+	ldev->use_dio = false;
+	memset(ldev->file_name, 0, LO_NAME_SIZE);
+}
+
+/*
+ * Make @file, or none, the backing file. Reclaim must not recurse into the
+ * device through the file it writes to: while bound, a file's mapping
+ * allocates without I/O or filesystem reclaim; the file being replaced
+ * gets its own mask back.
+ */
 static void shim_set_file(struct loop_dev *ldev, struct file *file)
 {
+	struct file *old = ldev->file;
+
+	if (old)
+		mapping_set_gfp_mask(old->f_mapping, ldev->old_gfp_mask);
 	spin_lock(&ldev->file_lock);
 	ldev->file = file;
 	spin_unlock(&ldev->file_lock);
 	if (!file)
 		return;
-	/* Reclaim must not recurse into the device through its backing file. */
 	ldev->old_gfp_mask = mapping_gfp_mask(file->f_mapping);
 	mapping_set_gfp_mask(file->f_mapping,
 			     ldev->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
 }
 
-static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
+static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 			  struct block_device *bdev,
 			  const struct loop_config *config)
 {
@@ -1051,7 +1143,7 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 
 	if (!file)
 		return -EBADF;
-	err = shim_check_backing(file);
+	err = shim_check_file_ops(file);
 	if (err)
 		goto out_putf;
 	/*
@@ -1067,34 +1159,20 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 		}
 	}
 	/* Nobody may change the device under an exclusive opener. */
-	if (!(mode & LOOPFS_MODE_EXCL)) {
+	if (!(mode & COMPAT_BLK_OPEN_EXCL)) {
 		err = compat_prepare_to_claim(bdev, shim_configure);
 		if (err)
 			goto out_putf;
 	}
-	err = mutex_lock_killable(&ldev->lock);
+	err = shim_lock_for_bind(ldev);
 	if (err)
 		goto out_claim;
-	err = mutex_lock_killable(&ldev_chain_lock);
-	if (err) {
-		mutex_unlock(&ldev->lock);
-		goto out_claim;
-	}
 	/* A bound device's configuration is not this call's to undo. */
 	err = -EBUSY;
 	if (ldev->state != LD_UNBOUND)
 		goto out_unlock;
-	err = shim_validate_file(file, bdev);
-	if (!err)
-		err = ldev->ops->check_backing(ldev, file);
+	err = shim_may_back(ldev, bdev, file, config->info.lo_flags);
 	if (err)
-		goto out_reset;
-	err = -EINVAL;
-	if (config->info.lo_flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
-		goto out_reset;
-	err = -EPERM;
-	if ((config->info.lo_flags & LO_FLAGS_PARTSCAN) &&
-	    !shim_partscan_allowed(ldev))
 		goto out_reset;
 	err = -EINVAL;
 	if (config->block_size && blk_validate_block_size(config->block_size))
@@ -1103,7 +1181,7 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 	if (err)
 		goto out_reset;
 	ldev->flags = config->info.lo_flags;
-	if (!shim_file_writable(file) || !(mode & LOOPFS_MODE_WRITE))
+	if (!shim_file_writable(file) || !(mode & COMPAT_BLK_OPEN_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
@@ -1121,7 +1199,6 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 		__shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
 				  false);
 	if (err) {
-		mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
 		shim_set_file(ldev, NULL);
 		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 		goto out_reset;
@@ -1139,20 +1216,16 @@ static int shim_configure(struct loop_dev *ldev, loopfs_mode_t mode,
 
 	if (partscan)
 		shim_reread_partitions(ldev);
-	if (!(mode & LOOPFS_MODE_EXCL))
+	if (!(mode & COMPAT_BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, shim_configure);
 	return 0;
 
 out_reset:
-	ldev->offset = 0;
-	ldev->sizelimit = 0;
-	ldev->flags = 0;
-	memset(ldev->file_name, 0, LO_NAME_SIZE);
+	shim_reset_config(ldev);
 out_unlock:
-	mutex_unlock(&ldev_chain_lock);
-	mutex_unlock(&ldev->lock);
+	shim_unlock_for_bind(ldev);
 out_claim:
-	if (!(mode & LOOPFS_MODE_EXCL))
+	if (!(mode & COMPAT_BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, shim_configure);
 out_putf:
 	fput(file);
@@ -1167,12 +1240,15 @@ out_putf:
 static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 {
 	struct request_queue *q = ldev->disk->queue;
-	struct compat_limits cl = { .block_size = SECTOR_SIZE };
+	struct compat_limits cl = {
+		.logical_block_size = SECTOR_SIZE,
+		.physical_block_size = SECTOR_SIZE,
+		.io_min = SECTOR_SIZE,
+	};
 	struct file *file = ldev->file;
 	bool partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 
 	blk_mq_freeze_queue(q);
-	mapping_set_gfp_mask(file->f_mapping, ldev->old_gfp_mask);
 	shim_set_file(ldev, NULL);
 	compat_apply_limits(q, &cl);
 	blk_mq_unfreeze_queue(q);
@@ -1196,11 +1272,7 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	compat_set_partscan(ldev->disk, false);
 
 	mutex_lock(&ldev->lock);
-	ldev->offset = 0;
-	ldev->sizelimit = 0;
-	ldev->flags = 0;
-	ldev->use_dio = false;
-	memset(ldev->file_name, 0, LO_NAME_SIZE);
+	shim_reset_config(ldev);
 	WRITE_ONCE(ldev->state, ldev->orphan ? LD_DELETING : LD_UNBOUND);
 	mutex_unlock(&ldev->lock);
 	/* fput() may close a device below us: no lock of ours held. */
@@ -1212,25 +1284,19 @@ static int shim_clr_fd(struct loop_dev *ldev)
 	bool now;
 	int err;
 
-	err = mutex_lock_killable(&ldev->lock);
+	err = shim_lock_for_bind(ldev);
 	if (err)
 		return err;
 	if (ldev->state != LD_BOUND) {
-		mutex_unlock(&ldev->lock);
+		shim_unlock_for_bind(ldev);
 		return -ENXIO;
-	}
-	err = mutex_lock_killable(&ldev_chain_lock);
-	if (err) {
-		mutex_unlock(&ldev->lock);
-		return err;
 	}
 	/* With other openers, clear on the last close (autoclear). */
 	ldev->flags |= LO_FLAGS_AUTOCLEAR;
 	now = disk_openers(ldev->disk) == 1;
 	if (now)
 		WRITE_ONCE(ldev->state, LD_RUNDOWN);
-	mutex_unlock(&ldev_chain_lock);
-	mutex_unlock(&ldev->lock);
+	shim_unlock_for_bind(ldev);
 	if (now) {
 		shim_unbind(ldev, false);
 		shim_partitions_changed(ldev, true);
@@ -1248,7 +1314,7 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 
 	if (!file)
 		return -EBADF;
-	err = shim_check_backing(file);
+	err = shim_check_file_ops(file);
 	if (err)
 		goto out_putf;
 	err = mutex_lock_killable(&ldev->lock);
@@ -1271,12 +1337,7 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = mutex_lock_killable(&ldev_chain_lock);
 	if (err)
 		goto out_unfreeze;
-	err = shim_validate_file(file, bdev);
-	if (!err)
-		err = ldev->ops->check_backing(ldev, file);
-	if (!err && (ldev->flags & LO_FLAGS_PARTSCAN) &&
-	    !shim_partscan_allowed(ldev))
-		err = -EPERM;
+	err = shim_may_back(ldev, bdev, file, ldev->flags);
 	old = ldev->file;
 	if (!err && shim_size(ldev->offset, ldev->sizelimit, file) !=
 		    shim_size(ldev->offset, ldev->sizelimit, old))
@@ -1285,7 +1346,6 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 		mutex_unlock(&ldev_chain_lock);
 		goto out_unfreeze;
 	}
-	mapping_set_gfp_mask(old->f_mapping, ldev->old_gfp_mask);
 	shim_set_file(ldev, file);
 	mutex_unlock(&ldev_chain_lock);
 
@@ -1429,13 +1489,27 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 	 o_->lo_offset != i_->lo_offset) ? -EOVERFLOW : 0;		\
 })
 
-static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
+/*
+ * LOOP_SET_BLOCK_SIZE's argument, read as the running kernel's in-tree
+ * driver reads it: validated up front before atomic queue limits; since,
+ * its low 32 bits, 0 meaning the default, and the limits commit rejects
+ * the rest.
+ */
+static int shim_block_size_arg(unsigned long arg, unsigned int *bsize)
+{
+	*bsize = (unsigned int)arg;
+	if (COMPAT_HAVE_QUEUE_LIMITS)
+		return 0;
+	return blk_validate_block_size(arg);
+}
+
+static int shim_set_block_size(struct loop_dev *ldev, compat_blk_mode_t mode,
 			       struct block_device *bdev, unsigned long arg)
 {
 	unsigned int bsize;
 	int err;
 
-	if (!(mode & LOOPFS_MODE_EXCL)) {
+	if (!(mode & COMPAT_BLK_OPEN_EXCL)) {
 		err = compat_prepare_to_claim(bdev, shim_set_block_size);
 		if (err)
 			return err;
@@ -1447,7 +1521,7 @@ static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
 		err = -ENXIO;
 		goto out_unlock;
 	}
-	err = compat_block_size_arg(arg, &bsize);
+	err = shim_block_size_arg(arg, &bsize);
 	if (err || queue_logical_block_size(ldev->disk->queue) == bsize)
 		goto out_unlock;
 	sync_blockdev(ldev->disk->part0);
@@ -1459,7 +1533,7 @@ static int shim_set_block_size(struct loop_dev *ldev, loopfs_mode_t mode,
 out_unlock:
 	mutex_unlock(&ldev->lock);
 out_claim:
-	if (!(mode & LOOPFS_MODE_EXCL))
+	if (!(mode & COMPAT_BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, shim_set_block_size);
 	return err;
 }
@@ -1493,13 +1567,13 @@ static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
  * What the in-tree driver allows to CAP_SYS_ADMIN in the initial user
  * namespace, loopfs allows to CAP_SYS_ADMIN in the instance's namespace.
  */
-static bool shim_may_admin(struct loop_dev *ldev, loopfs_mode_t mode)
+static bool shim_may_admin(struct loop_dev *ldev, compat_blk_mode_t mode)
 {
-	return (mode & LOOPFS_MODE_WRITE) ||
+	return (mode & COMPAT_BLK_OPEN_WRITE) ||
 	       ns_capable(ldev->user_ns, CAP_SYS_ADMIN);
 }
 
-static int shim_ioctl(struct block_device *bdev, loopfs_mode_t mode,
+static int shim_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
 		      unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
@@ -1612,7 +1686,7 @@ static int shim_compat_set_status(struct loop_dev *ldev,
 	return shim_set_status(ldev, &info);
 }
 
-static int shim_compat_ioctl(struct block_device *bdev, loopfs_mode_t mode,
+static int shim_compat_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
 			     unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
@@ -1644,7 +1718,7 @@ static int shim_compat_ioctl(struct block_device *bdev, loopfs_mode_t mode,
 
 /* ---- open, release and lifetime ---- */
 
-static int shim_open(struct gendisk *disk, loopfs_mode_t mode)
+static int shim_open(struct gendisk *disk, compat_blk_mode_t mode)
 {
 	struct loop_dev *ldev = disk->private_data;
 	int err = mutex_lock_killable(&ldev->lock);
@@ -1788,7 +1862,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	err = shim_init_tag_set(ldev);
 	if (err)
 		goto out_minor;
-	disk = compat_alloc_disk(&ldev->tag_set, ldev);
+	disk = compat_alloc_disk(&ldev->tag_set, ldev, SHIM_MAX_HW_SECTORS);
 	if (IS_ERR(disk)) {
 		err = PTR_ERR(disk);
 		goto out_tags;

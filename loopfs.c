@@ -71,6 +71,18 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
 /* ---- nodes ---- */
 
 /*
+ * Nodes and devices change together, under the root directory's inode lock
+ * (the nodes) and then instance->lock (the devices).
+ */
+static void loopfs_assert_locked(struct super_block *sb)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+
+	lockdep_assert_held(&d_inode(sb->s_root)->i_rwsem);
+	lockdep_assert_held(&inst->lock);
+}
+
+/*
  * A block node names one partition of one device, never just a dev_t: the
  * dev_t is free again once the device or partition goes (extended minors of
  * partitions 16 and up even while the device lives), and a node kept by a
@@ -118,10 +130,7 @@ static int loopfs_blk_fops_init(void)
 	return 0;
 }
 
-/*
- * Caller holds the root directory's inode lock. @ident: what a block node
- * names (loopfs_node_ident()).
- */
+/* @ident: what a block node names (loopfs_node_ident()). */
 static int loopfs_add_node(struct super_block *sb, const char *name,
 			   umode_t mode, dev_t devt, unsigned long ident,
 			   const struct file_operations *fops)
@@ -130,6 +139,7 @@ static int loopfs_add_node(struct super_block *sb, const char *name,
 	struct dentry *dentry;
 	struct inode *inode;
 
+	lockdep_assert_held(&d_inode(sb->s_root)->i_rwsem);
 	inode = new_inode(sb);
 	if (!inode)
 		return -ENOMEM;
@@ -160,12 +170,12 @@ static int loopfs_add_node(struct super_block *sb, const char *name,
 	return 0;
 }
 
-/* Caller holds the root directory's inode lock. */
 static void loopfs_remove_node(struct super_block *sb, const char *name)
 {
 	struct dentry *root = sb->s_root;
 	struct dentry *dentry;
 
+	lockdep_assert_held(&d_inode(root)->i_rwsem);
 	dentry = lookup_one_len(name, root, strlen(name));
 	if (IS_ERR(dentry))
 		return;
@@ -192,10 +202,7 @@ static bool loopfs_node_is(struct super_block *sb, const char *name,
 	return same;
 }
 
-/*
- * Make loop<N>p<M> nodes match the device's partitions. Caller holds the
- * root directory's inode lock and instance->lock.
- */
+/* Make loop<N>p<M> nodes match the device's partitions. */
 static void loopfs_sync_partitions(struct super_block *sb,
 				   struct loopfs_device *dev)
 {
@@ -204,6 +211,7 @@ static void loopfs_sync_partitions(struct super_block *sb,
 	dev_t *devts;
 	int last, p;
 
+	loopfs_assert_locked(sb);
 	devts = kcalloc(LOOP_SHIM_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
 	if (!devts)
 		return;
@@ -295,10 +303,7 @@ static const struct loop_dev_ops loopfs_device_ops = {
 
 /* ---- devices ---- */
 
-/*
- * Create device @index (-1: the lowest free one). Caller holds the root
- * directory's inode lock and instance->lock. Returns the index.
- */
+/* Create device @index (-1: the lowest free one). Returns the index. */
 static int loopfs_add_device(struct super_block *sb, int index)
 {
 	struct loopfs_instance *inst = sb->s_fs_info;
@@ -308,6 +313,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	u32 id;
 	int err;
 
+	loopfs_assert_locked(sb);
 	if (index >= (int)LOOPFS_MAX_INDEX)
 		return -EINVAL;
 	if (index >= 0 && xa_load(&inst->devices, index))
@@ -373,8 +379,7 @@ out_uncharge:
 }
 
 /*
- * Remove device @index if unbound and unopened. Caller holds the root
- * directory's inode lock and instance->lock. @node: also remove loop<N>
+ * Remove device @index if unbound and unopened. @node: also remove loop<N>
  * (an unlink removes it itself).
  */
 static int loopfs_remove_device(struct super_block *sb, int index, bool node)
@@ -384,6 +389,7 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 	char name[32];
 	int err, p;
 
+	loopfs_assert_locked(sb);
 	if (index < 0)
 		return -EINVAL;
 	dev = xa_load(&inst->devices, index);

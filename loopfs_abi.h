@@ -9,7 +9,7 @@
 #ifndef LOOPFS_ABI_H
 #define LOOPFS_ABI_H
 
-/* mount -t loop loop DIR; statfs() reports the magic as f_type. */
+/* The filesystem type to mount; statfs() reports the magic as f_type. */
 #define LOOPFS_FSTYPE		"loop"
 #define LOOPFS_SUPER_MAGIC	0x6c6f6f71
 
