@@ -1944,7 +1944,6 @@ bool loop_dev_is_unbound(struct loop_dev *ldev)
 	return READ_ONCE(ldev->state) == LD_UNBOUND;
 }
 
-/* Fill devts[partno] for every partition below @max; returns max partno. */
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
 {
 	struct gendisk *disk = ldev->disk;
@@ -1983,7 +1982,7 @@ out:
 	return err;
 }
 
-/* The device must be LD_DELETING. The rest happens in shim_free_disk(). */
+/* The device is LD_DELETING. The rest happens in shim_free_disk(). */
 void loop_dev_destroy(struct loop_dev *ldev)
 {
 	del_gendisk(ldev->disk);

@@ -3,7 +3,7 @@
  * loop_shim - a loop block driver with the loop(4) ioctl ABI that knows
  * nothing about the front end creating its devices. The front end hands
  * each device an owner pointer, the user namespace whose CAP_SYS_ADMIN
- * stands in for the initial namespace's, and two callbacks.
+ * stands in for the initial namespace's, and its callbacks.
  */
 #ifndef LOOP_SHIM_H
 #define LOOP_SHIM_H
@@ -15,52 +15,141 @@ struct file;
 struct loop_dev;
 struct user_namespace;
 
+/**
+ * struct loop_dev_ops - what the owner of a device is told and asked
+ * @partitions_changed: the device's partitions changed (scan after bind,
+ *	clear, BLKRRPART). With @can_block no lock of the shim or the block
+ *	layer is held and the owner may sync at once; without it the disk's
+ *	open_mutex is held and the owner must defer. Never called once the
+ *	device is orphaned.
+ * @released: the device is gone for good (gendisk freed, minor released):
+ *	the owner drops what it holds for it (charge, references). Called in
+ *	the task that drops the last disk reference, which may sleep, with
+ *	no lock of the shim held.
+ * @check_backing: may @file back the device? 0, or the errno that
+ *	LOOP_SET_FD, LOOP_CONFIGURE or LOOP_CHANGE_FD returns. Called with
+ *	the device's locks held: it must not sleep on I/O.
+ */
 struct loop_dev_ops {
-	/*
-	 * The device's partitions changed (scan after bind, clear). With
-	 * @can_block, no shim or block layer lock is held and the owner may
-	 * sync up at once; without it, disk->open_mutex is held and the
-	 * owner must defer. Never called once the device is orphaned.
-	 */
 	void (*partitions_changed)(struct loop_dev *ldev, bool can_block);
-	/*
-	 * The device is gone for good: gendisk freed, minor released. The
-	 * owner drops what it holds for the device (charge, references).
-	 */
 	void (*released)(struct loop_dev *ldev);
-	/*
-	 * May @file back the device? 0 or the errno for LOOP_SET_FD,
-	 * LOOP_CONFIGURE and LOOP_CHANGE_FD to return.
-	 */
 	int (*check_backing)(struct loop_dev *ldev, struct file *file);
 };
 
+/**
+ * struct loop_dev_config - a new device, as loop_dev_create() makes it
+ * @disk_name: the gendisk's name, unique system-wide
+ * @number: lo_number reported by LOOP_GET_STATUS
+ * @user_ns: whose CAP_SYS_ADMIN stands in for the initial namespace's in
+ *	the driver's checks; not pinned, the owner keeps it alive
+ * @uid: owner of the disk's sysfs directory
+ * @gid: group of the disk's sysfs directory
+ * @ops: the owner's callbacks
+ * @owner: returned by loop_dev_owner()
+ */
 struct loop_dev_config {
-	const char *disk_name;		/* unique system-wide */
-	int number;			/* lo_number reported to userspace */
-	struct user_namespace *user_ns;	/* ns_capable() checks; not pinned */
-	kuid_t uid;			/* owner of the sysfs directory */
+	const char *disk_name;
+	int number;
+	struct user_namespace *user_ns;
+	kuid_t uid;
 	kgid_t gid;
 	const struct loop_dev_ops *ops;
 	void *owner;
 };
 
+/* Partition numbers a device can have, the whole disk's 0 included. */
 #define LOOP_SHIM_MAX_PARTS	256
 
+/**
+ * loop_dev_create() - create an unbound loop device and add its disk
+ * @cfg: the device's name, owner and policy; copied, need not outlive the
+ *	call
+ *
+ * Return: the device, or an ERR_PTR(): -ENOSPC when the shim's minors are
+ * used up, -ENOMEM, or what add_disk() returned. The device lives until
+ * loop_dev_destroy() or loop_dev_orphan() and its last close; then
+ * @cfg->ops->released is called.
+ */
 struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg);
+
+/**
+ * loop_dev_owner() - the owner of a device
+ * @ldev: the device
+ *
+ * Return: @cfg->owner as given to loop_dev_create().
+ */
 void *loop_dev_owner(struct loop_dev *ldev);
+
+/**
+ * loop_dev_devt() - the whole disk's device number
+ * @ldev: the device
+ *
+ * Return: the device number, free for reuse once the device is gone.
+ */
 dev_t loop_dev_devt(struct loop_dev *ldev);
-/* Never the same for two devices while the module is loaded. */
+
+/**
+ * loop_dev_serial() - a device's serial number
+ * @ldev: the device
+ *
+ * Return: a number no other device shares while the module is loaded,
+ * unlike the device number, which a new device may reuse.
+ */
 unsigned long loop_dev_serial(struct loop_dev *ldev);
-/* Is @file, an open block device, partition @partno of device @serial? */
+
+/**
+ * loop_shim_file_is() - is @file partition @partno of device @serial?
+ * @file: an open block device, of any driver
+ * @serial: loop_dev_serial() of the device expected
+ * @partno: 0 for the whole disk
+ *
+ * Return: true if it is.
+ */
 bool loop_shim_file_is(struct file *file, unsigned long serial, int partno);
+
+/**
+ * loop_dev_is_unbound() - has the device no backing file?
+ * @ldev: the device
+ *
+ * Return: true if unbound when looked at; it may be bound a moment later.
+ */
 bool loop_dev_is_unbound(struct loop_dev *ldev);
+
+/**
+ * loop_dev_partitions() - the device numbers of the device's partitions
+ * @ldev: the device
+ * @devts: filled at [partno] for every partition below @max; other
+ *	entries are left as they are
+ * @max: entries in @devts
+ *
+ * Takes the disk's open_mutex.
+ *
+ * Return: the highest partition number seen, 0 for none.
+ */
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max);
 
-/* -EBUSY if bound or open; otherwise the device may only be destroyed. */
+/**
+ * loop_dev_claim_for_removal() - reserve an unused device for removal
+ * @ldev: the device
+ *
+ * Return: 0, after which the device can only be destroyed; -EBUSY if it is
+ * bound or open; -EINTR on a fatal signal.
+ */
 int loop_dev_claim_for_removal(struct loop_dev *ldev);
+
+/**
+ * loop_dev_destroy() - delete a claimed device's disk and drop it
+ * @ldev: the device, claimed by loop_dev_claim_for_removal()
+ */
 void loop_dev_destroy(struct loop_dev *ldev);
-/* The owner is going away: destroy now if unopened, else at last close. */
+
+/**
+ * loop_dev_orphan() - the owner is going away
+ * @ldev: the device
+ *
+ * No callback but @released follows. An unopened device is cleared and
+ * destroyed now; an open one on its last close.
+ */
 void loop_dev_orphan(struct loop_dev *ldev);
 
 int loop_shim_init(void);

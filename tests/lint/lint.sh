@@ -1,6 +1,8 @@
 #!/bin/bash
-# lint.sh: checkpatch.pl --strict (from Debian's linux-source-6.1) and sparse
-# (make C=2) on the module's sources, for every supported kernel. Prints TAP.
+# lint.sh: checkpatch.pl --strict (from Debian's linux-source-6.1),
+# kernel-doc -Wall (from linux-source-6.12: 6.1's does not check return
+# values) and sparse (make C=2) on the module's sources, for every
+# supported kernel. Prints TAP.
 # Zero findings pass. Justified exceptions: ENOSYS (loop-control answers
 # unknown ioctls with -ENOSYS because the in-tree driver does, see
 # loopfs_ctl_ioctl()) and the source lines in $justified below.
@@ -10,12 +12,13 @@ here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 out=$src/.build/lint
 tarball=/usr/src/linux-source-6.1.tar.xz
+tarball_612=/usr/src/linux-source-6.12.tar.xz
 sources=(loopfs.c limits.c loopfs.h loopfs_abi.h loop_shim.c loop_shim.h compat.h)
 mkdir -p "$out"
 
 kvers=$("$src/tests/harness/kvers.sh" all)
 echo "TAP version 13"
-echo "1..$((1 + $(echo "$kvers" | wc -w)))"
+echo "1..$((2 + $(echo "$kvers" | wc -w)))"
 n=0 failed=0
 
 # Findings that are right as they are, named by the source line they are
@@ -60,6 +63,29 @@ else
 		echo "not ok $n - checkpatch --strict finds nothing in the module sources"
 	else
 		echo "ok $n - checkpatch --strict finds nothing in the module sources"
+	fi
+fi
+
+# The headers document what the other files call: kernel-doc must find
+# every parameter, member and return value described.
+n=$((n + 1))
+kerneldoc=$out/linux-source-6.12/scripts/kernel-doc
+report=$out/kernel-doc.txt
+if [ ! -f "$kerneldoc" ] && ! tar -C "$out" -xf "$tarball_612" \
+	linux-source-6.12/scripts/kernel-doc >"$report" 2>&1; then
+	sed 's/^/# /' "$report"
+	failed=$((failed + 1))
+	echo "not ok $n - kernel-doc -Wall finds nothing in the headers (no kernel-doc from $tarball_612)"
+else
+	(cd "$src" && perl "$kerneldoc" -none -Wall loop_shim.h loopfs.h) >"$report" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] || [ -s "$report" ]; then
+		sed 's/^/# /' "$report"
+		echo "# (kernel-doc exit status $rc)"
+		failed=$((failed + 1))
+		echo "not ok $n - kernel-doc -Wall finds nothing in the headers"
+	else
+		echo "ok $n - kernel-doc -Wall finds nothing in the headers"
 	fi
 fi
 
