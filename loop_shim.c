@@ -1454,35 +1454,29 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 }
 
 /*
- * struct loop_info and its 32-bit layout share field names, so one pair of
- * conversions serves both. TO_OLD is -EOVERFLOW when a value does not fit.
+ * struct loop_info and its 32-bit layout share field names with struct
+ * loop_info64 but for the file name, so one copy serves every direction.
+ * TO_OLD is -EOVERFLOW when a value does not fit.
  */
-#define SHIM_INFO_FROM_OLD(info, old) do {				\
-	typeof(info) i_ = (info);					\
-	typeof(old) o_ = (old);						\
-									\
-	memset(i_, 0, sizeof(*i_));					\
-	i_->lo_number = o_->lo_number;					\
-	i_->lo_device = o_->lo_device;					\
-	i_->lo_inode = o_->lo_inode;					\
-	i_->lo_rdevice = o_->lo_rdevice;				\
-	i_->lo_offset = o_->lo_offset;					\
-	i_->lo_flags = o_->lo_flags;					\
-	memcpy(i_->lo_file_name, o_->lo_name, LO_NAME_SIZE);		\
+#define SHIM_INFO_COPY(dst, src, dst_name, src_name) do {		\
+	memset(dst, 0, sizeof(*(dst)));					\
+	(dst)->lo_number = (src)->lo_number;				\
+	(dst)->lo_device = (src)->lo_device;				\
+	(dst)->lo_inode = (src)->lo_inode;				\
+	(dst)->lo_rdevice = (src)->lo_rdevice;				\
+	(dst)->lo_offset = (src)->lo_offset;				\
+	(dst)->lo_flags = (src)->lo_flags;				\
+	memcpy((dst)->dst_name, (src)->src_name, LO_NAME_SIZE);		\
 } while (0)
+
+#define SHIM_INFO_FROM_OLD(info, old)					\
+	SHIM_INFO_COPY(info, old, lo_file_name, lo_name)
 
 #define SHIM_INFO_TO_OLD(old, info) ({					\
 	typeof(old) o_ = (old);						\
 	typeof(info) i_ = (info);					\
 									\
-	memset(o_, 0, sizeof(*o_));					\
-	o_->lo_number = i_->lo_number;					\
-	o_->lo_device = i_->lo_device;					\
-	o_->lo_inode = i_->lo_inode;					\
-	o_->lo_rdevice = i_->lo_rdevice;				\
-	o_->lo_offset = i_->lo_offset;					\
-	o_->lo_flags = i_->lo_flags;					\
-	memcpy(o_->lo_name, i_->lo_file_name, LO_NAME_SIZE);		\
+	SHIM_INFO_COPY(o_, i_, lo_name, lo_file_name);			\
 	(o_->lo_device != i_->lo_device ||				\
 	 o_->lo_rdevice != i_->lo_rdevice ||				\
 	 o_->lo_inode != i_->lo_inode ||				\
