@@ -42,6 +42,8 @@ $MAKE --no-print-directory tests-build >/dev/null || host_result FAIL "make test
 
 pass=$host_pass fail=$host_fail
 failures=()
+# Each round's output is kept for the summary, the first one's included.
+mkdir -p "$src/.build/results"
 if [ "$host_fail" -eq 0 ]; then
 	for ((r = 1; r <= rounds; r++)); do
 		for k in "${guests[@]}"; do
