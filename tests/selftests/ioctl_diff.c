@@ -19,7 +19,7 @@
 #endif
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 #define MAX_STEPS 256

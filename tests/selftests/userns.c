@@ -14,7 +14,7 @@
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 static uid_t unpriv_uid(void)
@@ -162,7 +162,7 @@ TEST(userns_root_mounts_instance_and_owns_its_nodes)
 		ASSERT_EQ(0, st.st_uid);
 		ASSERT_EQ(0, st.st_gid);
 		ASSERT_EQ(0755, st.st_mode & 07777);
-		snprintf(p, sizeof(p), "%s/loop-control", mnt);
+		snprintf(p, sizeof(p), "%s/" LOOPFS_CONTROL_NAME, mnt);
 		ASSERT_EQ(0, stat(p, &st));
 		ASSERT_EQ(0, st.st_uid);
 		ASSERT_EQ(0600, st.st_mode & 07777);
@@ -185,7 +185,7 @@ TEST(userns_root_mounts_instance_and_owns_its_nodes)
 	EXPECT_EQ(0, stat(p, &st));
 	EXPECT_EQ(uid, st.st_uid);
 	EXPECT_EQ(uid, st.st_gid);
-	snprintf(p, sizeof(p), "/proc/%d/root%s/loop-control", pid, mnt);
+	snprintf(p, sizeof(p), "/proc/%d/root%s/" LOOPFS_CONTROL_NAME, pid, mnt);
 	EXPECT_EQ(0, stat(p, &st));
 	EXPECT_EQ(uid, st.st_uid);
 	snprintf(p, sizeof(p), "/proc/%d/root%s/loop0", pid, mnt);
@@ -534,7 +534,7 @@ TEST(userns_root_cannot_open_another_instances_nodes)
 		ASSERT_EQ(0, enter_userns_as(uid, 1));
 		EXPECT_EQ(-EACCES, R(open(p, O_RDONLY)));
 		EXPECT_EQ(-EACCES, R(open(p, O_RDWR)));
-		snprintf(q, sizeof(q), "%s/loop-control", mnt);
+		snprintf(q, sizeof(q), "%s/" LOOPFS_CONTROL_NAME, mnt);
 		EXPECT_EQ(-EACCES, R(open(q, O_RDWR)));
 		EXPECT_EQ(-EACCES, R(open(host, O_RDONLY)));
 		/* A node of our own for the foreign dev_t: not allowed. */
@@ -586,7 +586,7 @@ TEST(nodes_fall_back_to_global_root_without_uid0_mapping)
 	EXPECT_EQ(0, stat(p, &st));
 	EXPECT_EQ(0, st.st_uid);
 	EXPECT_EQ(0, st.st_gid);
-	snprintf(p, sizeof(p), "/proc/%d/root%s/loop-control", pid, mnt);
+	snprintf(p, sizeof(p), "/proc/%d/root%s/" LOOPFS_CONTROL_NAME, pid, mnt);
 	EXPECT_EQ(0, stat(p, &st));
 	EXPECT_EQ(0, st.st_uid);
 	EXPECT_TRUE(S_ISCHR(st.st_mode));
@@ -607,13 +607,13 @@ FIXTURE(limit) {
 FIXTURE_SETUP(limit)
 {
 	ASSERT_EQ(0, private_mntns());
-	ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, self->saved, sizeof(self->saved)));
+	ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, self->saved, sizeof(self->saved)));
 	make_public_dir(_metadata, self->dir, sizeof(self->dir));
 }
 
 FIXTURE_TEARDOWN(limit)
 {
-	write_file(MAX_LOOP_SYSCTL, self->saved);
+	write_file(LOOPFS_SYSCTL_PATH, self->saved);
 	rm_public_dir(self->dir);
 }
 
@@ -644,7 +644,7 @@ TEST_F(limit, unprivileged_user_cannot_raise_max_loop_devices)
 		int r;
 
 		ASSERT_EQ(0, setresuid(uid, uid, uid));
-		r = write_file(MAX_LOOP_SYSCTL, "100000");
+		r = write_file(LOOPFS_SYSCTL_PATH, "100000");
 		ASSERT_TRUE(r == -EACCES || r == -EPERM) {
 			TH_LOG("write as uid %u returned %d", uid, r);
 		}
@@ -655,13 +655,13 @@ TEST_F(limit, unprivileged_user_cannot_raise_max_loop_devices)
 		ASSERT_EQ(0, enter_userns_as(uid, 1));
 		/* Readable inside the namespace; a write there (denied, or
 		 * setting the namespace's own value) never changes the host's. */
-		ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, v, sizeof(v)));
-		write_file(MAX_LOOP_SYSCTL, "100000");
+		ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, v, sizeof(v)));
+		write_file(LOOPFS_SYSCTL_PATH, "100000");
 	});
 	{
 		char v[64];
 
-		ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, v, sizeof(v)));
+		ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, v, sizeof(v)));
 		ASSERT_STREQ(self->saved, v);
 	}
 }
@@ -675,7 +675,7 @@ TEST_F(limit, limit_holds_across_instances_and_nested_userns_of_one_uid)
 	snprintf(m2, sizeof(m2), "%s/m2", self->dir);
 	snprintf(m3, sizeof(m3), "%s/m3", self->dir);
 	snprintf(file, sizeof(file), "%s/img", self->dir);
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "3"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "3"));
 	IN_CHILD({
 		int c1, c2, dev, fd;
 
@@ -751,7 +751,7 @@ TEST_F(limit, limit_is_counted_per_uid)
 	snprintf(m1, sizeof(m1), "%s/m1", self->dir);
 	snprintf(m2, sizeof(m2), "%s/m2", self->dir);
 	snprintf(mr, sizeof(mr), "%s/root", self->dir);
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "2"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "2"));
 	ASSERT_EQ(0, lfs_mount(mr, NULL));
 	cr = lfs_ctl(mr);
 	ASSERT_LE(0, cr);
@@ -872,7 +872,7 @@ TEST_F_TIMEOUT(limit, thousand_create_remove_cycles_return_every_charge, 250)
 	snprintf(file, sizeof(file), "%s/img", self->dir);
 	ASSERT_EQ(0, make_backing(file, 65536, 2));
 	ASSERT_EQ(0, chmod(file, 0666));
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "2"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "2"));
 	TH_LOG("%d create/remove cycles (LOOPFS_QUICK=%s)", cycles,
 	       quick ? quick : "(unset)");
 	/* Half the cycles as host root... */
@@ -1037,7 +1037,7 @@ TEST_F(limit, unknown_or_malformed_options_fail_einval_and_log)
 		long long mark = kmsg_mark();
 
 		ASSERT_LE(0, mark);
-		EXPECT_EQ(-EINVAL, R(mount("loop", mnt, "loop", 0, bad[i].opts))) {
+		EXPECT_EQ(-EINVAL, R(mount("loop", mnt, LOOPFS_FSTYPE, 0, bad[i].opts))) {
 			TH_LOG("option '%s' accepted", bad[i].opts);
 			umount2(mnt, MNT_DETACH);
 		}
@@ -1054,7 +1054,7 @@ TEST_F(limit, fsconfig_rejects_unknown_option_with_a_message)
 	ssize_t n;
 	int fsfd;
 
-	fsfd = syscall(SYS_fsopen, "loop", 0);
+	fsfd = syscall(SYS_fsopen, LOOPFS_FSTYPE, 0);
 	ASSERT_LE(0, fsfd);
 	ASSERT_EQ(-EINVAL, R(syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING,
 				     "bogusopt", "1", 0)));
