@@ -841,16 +841,19 @@ static void check_pin(enum op op, long r)
 		wrong_outcome(op, "accepted a backing fd that is no file or block device");
 }
 
-static void op_set_fd(struct wfd *w)
+/* LOOP_SET_FD or LOOP_CHANGE_FD (@op) with a backing fd of any kind. */
+static void op_fd_ioctl(struct wfd *w, enum op op)
 {
+	int set = op == OP_set_fd;
 	const char *what;
 	int bfd = pick_backing(&what);
 	long r;
 
-	set_cur("LOOP_SET_FD dev %d/%d backing %s", w->inst, w->idx, what);
-	r = ioctl(w->fd, LOOP_SET_FD, bfd);
-	result(OP_set_fd, r, errno, 0);
-	check_pin(OP_set_fd, r);
+	set_cur("%s dev %d/%d backing %s", set ? "LOOP_SET_FD" : "LOOP_CHANGE_FD",
+		w->inst, w->idx, what);
+	r = ioctl(w->fd, set ? LOOP_SET_FD : LOOP_CHANGE_FD, bfd);
+	result(op, r, errno, 0);
+	check_pin(op, r);
 }
 
 static void op_configure(struct wfd *w)
@@ -912,18 +915,6 @@ static void op_get_status(struct wfd *w, int is64)
 	else
 		r = ioctl(w->fd, LOOP_GET_STATUS, maybe_bad(&old));
 	result(is64 ? OP_get_status64 : OP_get_status, r, errno, 0);
-}
-
-static void op_change_fd(struct wfd *w)
-{
-	const char *what;
-	int bfd = pick_backing(&what);
-	long r;
-
-	set_cur("LOOP_CHANGE_FD dev %d/%d backing %s", w->inst, w->idx, what);
-	r = ioctl(w->fd, LOOP_CHANGE_FD, bfd);
-	result(OP_change_fd, r, errno, 0);
-	check_pin(OP_change_fd, r);
 }
 
 static void op_simple(struct wfd *w, enum op op)
@@ -1048,7 +1039,7 @@ static void op_dev(enum op op)
 	if (!w)
 		return;
 	switch (op) {
-	case OP_set_fd: op_set_fd(w); break;
+	case OP_set_fd: op_fd_ioctl(w, op); break;
 	case OP_configure: op_configure(w); break;
 	case OP_clr_fd: {
 		long r;
@@ -1062,7 +1053,7 @@ static void op_dev(enum op op)
 	case OP_set_status64: op_set_status(w, 1); break;
 	case OP_get_status: op_get_status(w, 0); break;
 	case OP_get_status64: op_get_status(w, 1); break;
-	case OP_change_fd: op_change_fd(w); break;
+	case OP_change_fd: op_fd_ioctl(w, op); break;
 	case OP_discard:
 	case OP_zeroout: op_range(w, op); break;
 	case OP_read:

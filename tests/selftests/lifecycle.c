@@ -138,6 +138,18 @@ static void sys_block_path(char *buf, size_t len, const char *devpath)
 	snprintf(buf, len, "/sys/block/%s", name);
 }
 
+/*
+ * Bind device 0 and close it again: bound, unopened.  @p and @sys (PATH_MAX
+ * bytes each) get the path of its node and its /sys/block directory.
+ */
+static void bind_0_closed(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(lc) *self, char *p, char *sys)
+{
+	close(bind_n(_metadata, self, 0));
+	lfs_devpath(p, PATH_MAX, self->mnt, 0);
+	sys_block_path(sys, PATH_MAX, p);
+}
+
 /* ---------- unlink / rename ---------- */
 
 TEST_F(lc, unlink_of_unbound_unopened_device_removes_it)
@@ -254,12 +266,8 @@ TEST_F(lc, teardown_removes_unbound_devices_at_once)
 TEST_F(lc, teardown_clears_and_removes_bound_unopened_devices)
 {
 	char sys[PATH_MAX], p[PATH_MAX];
-	int dev;
 
-	dev = bind_n(_metadata, self, 0);
-	close(dev);
-	lfs_devpath(p, sizeof(p), self->mnt, 0);
-	sys_block_path(sys, sizeof(sys), p);
+	bind_0_closed(_metadata, self, p, sys);
 	/* Holding the backing file keeps its tmpfs busy. */
 	ASSERT_EQ(-EBUSY, R(umount(self->tmp)));
 	close(self->ctl);
@@ -274,12 +282,9 @@ TEST_F(lc, teardown_keeps_open_device_working_until_last_close)
 {
 	unsigned char buf[4096], back[4096];
 	char sys[PATH_MAX], p[PATH_MAX], host[PATH_MAX], other[PATH_MAX];
-	int dev, hdev, fd, c2;
+	int hdev, fd, c2;
 
-	dev = bind_n(_metadata, self, 0);
-	close(dev);
-	lfs_devpath(p, sizeof(p), self->mnt, 0);
-	sys_block_path(sys, sizeof(sys), p);
+	bind_0_closed(_metadata, self, p, sys);
 	snprintf(host, sizeof(host), "/dev/%s", strrchr(sys, '/') + 1);
 	/* An fd through the host node does not pin the loopfs mount. */
 	hdev = open(host, O_RDWR);
@@ -600,7 +605,7 @@ static int proc_has(const char *file, int col, const char *word)
 TEST_F_TIMEOUT(lc, module_unload_refused_while_in_use_then_clean, 60)
 {
 	char p[PATH_MAX], sys[PATH_MAX], host[PATH_MAX];
-	int mfd, hdev, dev;
+	int mfd, hdev;
 
 	ASSERT_TRUE(loopfs_loaded());
 	ASSERT_TRUE(proc_has("/proc/filesystems", 1, "loop"));
@@ -611,10 +616,7 @@ TEST_F_TIMEOUT(lc, module_unload_refused_while_in_use_then_clean, 60)
 	ASSERT_TRUE(loopfs_loaded());
 
 	/* 2: an orphaned, still open device. */
-	dev = bind_n(_metadata, self, 0);
-	close(dev);
-	lfs_devpath(p, sizeof(p), self->mnt, 0);
-	sys_block_path(sys, sizeof(sys), p);
+	bind_0_closed(_metadata, self, p, sys);
 	snprintf(host, sizeof(host), "/dev/%s", strrchr(sys, '/') + 1);
 	hdev = open(host, O_RDONLY);
 	ASSERT_LE(0, hdev);
