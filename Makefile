@@ -55,17 +55,26 @@ modules-all:
 
 KSELFTEST := $(BUILD)/kselftest
 KSRC_TARBALL := /usr/src/linux-source-6.1.tar.xz
+
+# Every test program links the test library (tests/lib/) and includes
+# loopfs_abi.h from the top of the tree for the names the module shows.
+TESTLIB_HDRS = tests/lib/loopfs_test.h loopfs_abi.h
+TESTLIB_OBJ = $(BUILD)/tests/lib/loopfs_test.o
+TEST_CFLAGS = -O2 -Wall -Werror -D_GNU_SOURCE -I$(CURDIR) -I$(CURDIR)/tests/lib -pthread
+TEST_LDLIBS = -pthread
+
 SELFTEST_SRCS = $(wildcard tests/selftests/*.c)
-SELFTEST_HDRS = $(wildcard tests/selftests/*.h)
 SELFTEST_BINS = $(patsubst tests/selftests/%.c,$(BUILD)/tests/selftests/%,$(SELFTEST_SRCS))
-SELFTEST_CFLAGS = -O2 -Wall -Werror -D_GNU_SOURCE -I$(KSELFTEST) -Itests/selftests -pthread
-SELFTEST_LDLIBS = -pthread
+
+# The fuzzer and the stress test: built here, run in the guest by
+# tests/fuzz/fuzz.sh and tests/stress/stress.sh.
+LOAD_BINS = $(BUILD)/tests/fuzz/fuzz $(BUILD)/tests/stress/stress
 
 # Helper programs of the shell suites in tests/security/ (not suites themselves).
 SECURITY_SRCS = $(wildcard tests/security/*.c)
 SECURITY_BINS = $(patsubst tests/security/%.c,$(BUILD)/tests/security/%,$(SECURITY_SRCS))
 
-tests-build: $(SELFTEST_BINS) $(SECURITY_BINS) tools-build
+tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) tools-build
 
 $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:
 	@mkdir -p $(KSELFTEST)
@@ -74,14 +83,18 @@ $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:
 		linux-source-6.1/tools/testing/selftests/kselftest.h
 	@touch $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h
 
-$(BUILD)/tests/selftests/%: tests/selftests/%.c $(SELFTEST_HDRS) \
+$(TESTLIB_OBJ): tests/lib/loopfs_test.c $(TESTLIB_HDRS)
+	@mkdir -p $(@D)
+	gcc $(TEST_CFLAGS) -c -o $@ $<
+
+$(BUILD)/tests/selftests/%: tests/selftests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS) \
 		$(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h
 	@mkdir -p $(@D)
-	gcc $(SELFTEST_CFLAGS) -o $@ $< $(SELFTEST_LDLIBS)
+	gcc $(TEST_CFLAGS) -I$(KSELFTEST) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 
-$(BUILD)/tests/security/%: tests/security/%.c
+$(LOAD_BINS) $(SECURITY_BINS): $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS)
 	@mkdir -p $(@D)
-	gcc -O2 -Wall -Werror -D_GNU_SOURCE -pthread -o $@ $<
+	gcc $(TEST_CFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 
 tools-build:
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools; fi

@@ -31,6 +31,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "loopfs_abi.h"
+
 static void fail(const char *what)
 {
 	fprintf(stderr, "detached-example: %s: %s\n", what, strerror(errno));
@@ -42,7 +44,7 @@ static int detached_instance(void)
 {
 	int fs, mnt;
 
-	fs = fsopen("loop", FSOPEN_CLOEXEC);
+	fs = fsopen(LOOPFS_FSTYPE, FSOPEN_CLOEXEC);
 	if (fs < 0)
 		fail("fsopen(\"loop\")");
 	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
@@ -63,14 +65,14 @@ static int bind_image(int inst, const char *image)
 	int ctl, dev, img, n;
 	ssize_t len;
 
-	ctl = openat(inst, "loop-control", O_RDWR | O_CLOEXEC);
+	ctl = openat(inst, LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		fail("openat(loop-control)");
 	n = ioctl(ctl, LOOP_CTL_GET_FREE);
 	if (n < 0)
 		fail("LOOP_CTL_GET_FREE");
 	close(ctl);
-	snprintf(name, sizeof(name), "loop%d", n);
+	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, n);
 	dev = openat(inst, name, O_RDWR | O_CLOEXEC);
 	if (dev < 0)
 		fail("openat(loopN)");

@@ -236,7 +236,7 @@ static int setup_dev(void)
 		{ "/proc/self/fd/1", "/dev/stdout" },
 		{ "/proc/self/fd/2", "/dev/stderr" },
 		{ "pts/ptmx", "/dev/ptmx" },
-		{ "loopfs/loop-control", "/dev/loop-control" },
+		{ "loopfs/" LOOPFS_CONTROL_NAME, "/dev/" LOOPFS_CONTROL_NAME },
 	};
 	int fds[sizeof(dev_nodes) / sizeof(*dev_nodes)];
 	char opts[32], path[64], target[64];
@@ -268,20 +268,20 @@ static int setup_dev(void)
 		vlog("setup: no devpts instance: %m");
 
 	snprintf(opts, sizeof(opts), "max=%u", cfg.devices);
-	if (mount("loop", "/dev/loopfs", "loop", 0, opts))
+	if (mount("loop", "/dev/loopfs", LOOPFS_FSTYPE, 0, opts))
 		die("setup: mount -t loop -o %s inside the user namespace: %m "
 		    "(is loopfs.ko loaded?)", opts);
 	inst = open("/dev/loopfs", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (inst < 0 || fstatfs(inst, &sfs) || sfs.f_type != LOOPFS_SUPER_MAGIC)
 		die("setup: /dev/loopfs is not a loopfs instance");
-	ctl = open("/dev/loopfs/loop-control", O_RDWR | O_CLOEXEC);
+	ctl = open("/dev/loopfs/" LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		die("setup: open /dev/loopfs/loop-control: %m");
 	for (n = 0; n < cfg.devices; n++) {
 		if (ioctl(ctl, LOOP_CTL_ADD, n) != (int)n)
 			die("setup: LOOP_CTL_ADD %u: %m", n);
-		snprintf(path, sizeof(path), "loopfs/loop%u", n);
-		snprintf(target, sizeof(target), "/dev/loop%u", n);
+		snprintf(path, sizeof(path), "loopfs/" LOOPFS_NODE_FMT, (int)n);
+		snprintf(target, sizeof(target), "/dev/" LOOPFS_NODE_FMT, (int)n);
 		if (symlink(path, target))
 			die("setup: symlink %s: %m", target);
 	}

@@ -10,7 +10,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#define LOOPFS_SUPER_MAGIC	0x6c6f6f71
+#include "loopfs_abi.h"
+
 #define MAX_LIST		32
 
 struct fuse_map {

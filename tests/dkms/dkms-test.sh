@@ -8,21 +8,9 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$src/dkms.conf" 2>/dev/null)
 mapfile -t kvers < <("$src/tests/harness/kvers.sh" guest)
+. "$src/tests/harness/tap.sh"
 
-n=0 failed=0
-tap() {
-	# tap OK|FAIL description
-	n=$((n + 1))
-	if [ "$1" = OK ]; then
-		echo "ok $n - $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - $2"
-	fi
-}
-
-echo "TAP version 13"
-echo "1..$((3 * ${#kvers[@]} + 3))"
+tap_plan $((3 * ${#kvers[@]} + 3))
 
 if [ -z "$ver" ] || [ "$(id -u)" -ne 0 ] || ! command -v dkms >/dev/null; then
 	echo "# need root, dkms and a PACKAGE_VERSION in dkms.conf" >&2
@@ -99,4 +87,4 @@ else
 	tap FAIL "nothing left installed after remove"
 fi
 rm -f "$log"
-[ "$failed" -eq 0 ]
+[ "$tap_failed" -eq 0 ]

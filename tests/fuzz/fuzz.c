@@ -35,37 +35,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <dirent.h>
-#include <time.h>
-#include <unistd.h>
-#include <linux/fs.h>
-#include <linux/loop.h>
 #include <linux/mount.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/syscall.h>
 #include <sys/vfs.h>
-#include <sys/wait.h>
+#include "loopfs_test.h"
 
-/* Paths are PATH_MAX buffers built with snprintf; truncation cannot happen. */
-#pragma GCC diagnostic ignored "-Wformat-truncation"
-
-#define LOOPFS_MAGIC 0x6c6f6f71
-#define SYSCTL "/proc/sys/user/max_loop_devices"
 #define NINST 3		/* mount points shared by all workers */
 #define MAXSTACK 3	/* instances stacked on one mount point, at most */
 #define MAXIDX 10	/* device indices the fuzzer mostly uses */
@@ -529,7 +505,7 @@ static int is_loopfs(const char *path)
 {
 	struct statfs st;
 
-	return statfs(path, &st) == 0 && (unsigned long)st.f_type == LOOPFS_MAGIC;
+	return statfs(path, &st) == 0 && (unsigned long)st.f_type == LOOPFS_SUPER_MAGIC;
 }
 
 static void rnd_options(char *opt, size_t len, int *valid)
@@ -592,7 +568,7 @@ static void op_mount(void)
 		return;
 	set_cur("mount %s -o '%s'", mnt[i], opt);
 	snap = detach_snapshot(i);
-	r = mount("loop", mnt[i], "loop", 0, opt);
+	r = mount("loop", mnt[i], LOOPFS_FSTYPE, 0, opt);
 	e = errno;
 	count(OP_mount, r, e);
 	if (r == 0) {
@@ -675,7 +651,7 @@ static void op_detached(void)
 	char name[32];
 
 	set_cur("detached instance");
-	fsfd = syscall(SYS_fsopen, "loop", 0);
+	fsfd = syscall(SYS_fsopen, LOOPFS_FSTYPE, 0);
 	if (fsfd < 0) {
 		result(OP_detached, -1, errno, 0);
 		return;
@@ -690,11 +666,11 @@ static void op_detached(void)
 		result(OP_detached, -1, errno, 0);
 		goto out;
 	}
-	ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+	ctl = openat(mfd, LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 	if (ctl >= 0)
 		n = ioctl(ctl, LOOP_CTL_GET_FREE);
 	if (n >= 0) {
-		snprintf(name, sizeof(name), "loop%d", n);
+		snprintf(name, sizeof(name), LOOPFS_NODE_FMT, n);
 		dev = openat(mfd, name, O_RDWR | O_CLOEXEC);
 	}
 	if (dev >= 0 && chance(60))
@@ -723,7 +699,7 @@ static void op_ctl_open(void)
 	char p[PATH_MAX];
 	struct wfd *w;
 
-	snprintf(p, sizeof(p), "%s/loop-control", mnt[i]);
+	snprintf(p, sizeof(p), "%s/" LOOPFS_CONTROL_NAME, mnt[i]);
 	set_cur("open %s", p);
 	fd = open(p, O_RDWR | O_CLOEXEC);
 	result(OP_ctl_open, fd, errno, 0);
@@ -760,9 +736,9 @@ static void op_dev_open(void)
 	char p[PATH_MAX];
 
 	if (chance(5))
-		snprintf(p, sizeof(p), "%s/loop%dp%d", mnt[i], idx, 1 + rnd(3));
+		snprintf(p, sizeof(p), "%s/" LOOPFS_PART_NODE_FMT, mnt[i], idx, 1 + rnd(3));
 	else
-		snprintf(p, sizeof(p), "%s/loop%d", mnt[i], idx);
+		lfs_devpath(p, sizeof(p), mnt[i], idx);
 	set_cur("open %s flags %#x", p, flags);
 	fd = open(p, flags);
 	result(OP_dev_open, fd, errno, 0);
@@ -773,9 +749,9 @@ static void op_dev_open(void)
 /* A disk of some worker's own instance: out of the chaos ops' reach. */
 static int owned_disk(const char *name)
 {
-	int id, i;
+	int id, idx, i;
 
-	if (sscanf(name, "loopfs%d-", &id) != 1)
+	if (sscanf(name, LOOPFS_DISK_FMT, &id, &idx) != 2)
 		return 0;
 	for (i = 0; i < MAXPROCS; i++)
 		if (__atomic_load_n(&sh->own_id[i], __ATOMIC_RELAXED) == id + 1)
@@ -865,16 +841,19 @@ static void check_pin(enum op op, long r)
 		wrong_outcome(op, "accepted a backing fd that is no file or block device");
 }
 
-static void op_set_fd(struct wfd *w)
+/* LOOP_SET_FD or LOOP_CHANGE_FD (@op) with a backing fd of any kind. */
+static void op_fd_ioctl(struct wfd *w, enum op op)
 {
+	int set = op == OP_set_fd;
 	const char *what;
 	int bfd = pick_backing(&what);
 	long r;
 
-	set_cur("LOOP_SET_FD dev %d/%d backing %s", w->inst, w->idx, what);
-	r = ioctl(w->fd, LOOP_SET_FD, bfd);
-	result(OP_set_fd, r, errno, 0);
-	check_pin(OP_set_fd, r);
+	set_cur("%s dev %d/%d backing %s", set ? "LOOP_SET_FD" : "LOOP_CHANGE_FD",
+		w->inst, w->idx, what);
+	r = ioctl(w->fd, set ? LOOP_SET_FD : LOOP_CHANGE_FD, bfd);
+	result(op, r, errno, 0);
+	check_pin(op, r);
 }
 
 static void op_configure(struct wfd *w)
@@ -936,18 +915,6 @@ static void op_get_status(struct wfd *w, int is64)
 	else
 		r = ioctl(w->fd, LOOP_GET_STATUS, maybe_bad(&old));
 	result(is64 ? OP_get_status64 : OP_get_status, r, errno, 0);
-}
-
-static void op_change_fd(struct wfd *w)
-{
-	const char *what;
-	int bfd = pick_backing(&what);
-	long r;
-
-	set_cur("LOOP_CHANGE_FD dev %d/%d backing %s", w->inst, w->idx, what);
-	r = ioctl(w->fd, LOOP_CHANGE_FD, bfd);
-	result(OP_change_fd, r, errno, 0);
-	check_pin(OP_change_fd, r);
 }
 
 static void op_simple(struct wfd *w, enum op op)
@@ -1072,7 +1039,7 @@ static void op_dev(enum op op)
 	if (!w)
 		return;
 	switch (op) {
-	case OP_set_fd: op_set_fd(w); break;
+	case OP_set_fd: op_fd_ioctl(w, op); break;
 	case OP_configure: op_configure(w); break;
 	case OP_clr_fd: {
 		long r;
@@ -1086,7 +1053,7 @@ static void op_dev(enum op op)
 	case OP_set_status64: op_set_status(w, 1); break;
 	case OP_get_status: op_get_status(w, 0); break;
 	case OP_get_status64: op_get_status(w, 1); break;
-	case OP_change_fd: op_change_fd(w); break;
+	case OP_change_fd: op_fd_ioctl(w, op); break;
 	case OP_discard:
 	case OP_zeroout: op_range(w, op); break;
 	case OP_read:
@@ -1109,21 +1076,21 @@ static void op_names(enum op op)
 	dfd = open(mnt[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return;
-	if (fstatfs(dfd, &st) || (unsigned long)st.f_type != LOOPFS_MAGIC) {
+	if (fstatfs(dfd, &st) || (unsigned long)st.f_type != LOOPFS_SUPER_MAGIC) {
 		close(dfd);
 		return;
 	}
 	if (chance(15))
-		snprintf(p, sizeof(p), "loop-control");
+		snprintf(p, sizeof(p), LOOPFS_CONTROL_NAME);
 	else
-		snprintf(p, sizeof(p), "loop%d", rnd(MAXIDX));
+		snprintf(p, sizeof(p), LOOPFS_NODE_FMT, rnd(MAXIDX));
 	switch (op) {
 	case OP_unlink:
 		set_cur("unlink %s/%s", mnt[i], p);
 		r = unlinkat(dfd, p, 0);
 		break;
 	case OP_rename:
-		snprintf(q, sizeof(q), "loop%d", rnd(MAXIDX));
+		snprintf(q, sizeof(q), LOOPFS_NODE_FMT, rnd(MAXIDX));
 		set_cur("rename %s/%s %s", mnt[i], p, q);
 		r = renameat(dfd, p, dfd, q);
 		break;
@@ -1146,20 +1113,7 @@ static void op_names(enum op op)
 
 static int write_sysctl(const char *val)
 {
-	int fd = open(SYSCTL, O_WRONLY | O_CLOEXEC), r;
-
-	if (fd < 0)
-		return -1;
-	r = write(fd, val, strlen(val));
-	if (r < 0) {
-		int e = errno;
-
-		close(fd);
-		errno = e;
-		return -1;
-	}
-	close(fd);
-	return 0;
+	return write_file(LOOPFS_SYSCTL_PATH, val);
 }
 
 static void op_sysctl(void)
@@ -1171,7 +1125,7 @@ static void op_sysctl(void)
 
 	if (chance(75)) {
 		v = good[rnd(5)];
-		set_cur("write %s to " SYSCTL, v);
+		set_cur("write %s to " LOOPFS_SYSCTL_PATH, v);
 		r = write_sysctl(v);
 		result(OP_sysctl, r, errno, 0);
 		if (r == 0 && strcmp(v, "255")) {
@@ -1182,7 +1136,7 @@ static void op_sysctl(void)
 		return;
 	}
 	v = bad[rnd(4)];
-	set_cur("write '%s' to " SYSCTL, v);
+	set_cur("write '%s' to " LOOPFS_SYSCTL_PATH, v);
 	r = write_sysctl(v);
 	result(OP_sysctl, r, errno, 0);
 	if (r == 0) {
@@ -1439,7 +1393,7 @@ static void own_read_back(struct own_dev *d, enum op op, const char *when)
 	if (judge(op, r, errno, 0, d->pat_len))
 		verify(what, rbuf, d->pat_len, d->pat_seed);
 
-	snprintf(p, sizeof(p), "%s/loop%d", own_mnt, d->idx);
+	lfs_devpath(p, sizeof(p), own_mnt, d->idx);
 	fd = open(p, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (judge(op, fd, errno, 0, -1)) {
 		r = pread(fd, rbuf, d->pat_len, d->pat_off);
@@ -1554,10 +1508,8 @@ static void op_own(enum op op)
  */
 static int own_setup(void)
 {
-	char p[PATH_MAX], link[PATH_MAX];
-	struct stat st;
-	ssize_t n;
-	int i, id, tries;
+	char p[PATH_MAX], name[64];
+	int i, id, idx, tries;
 
 	if (posix_memalign((void **)&rbuf, 4096, BUF_SIZE))
 		return -1;
@@ -1572,10 +1524,9 @@ static int own_setup(void)
 		}
 	}
 	snprintf(own_mnt, sizeof(own_mnt), "%s/own", wdir);
-	if (mount("loop", own_mnt, "loop", 0, ""))
+	if (mount("loop", own_mnt, LOOPFS_FSTYPE, 0, ""))
 		return -1;
-	snprintf(p, sizeof(p), "%s/loop-control", own_mnt);
-	own_ctl = open(p, O_RDWR | O_CLOEXEC);
+	own_ctl = lfs_ctl(own_mnt);
 	if (own_ctl < 0)
 		return -1;
 	for (i = 0; i < NOWN; i++) {
@@ -1587,18 +1538,14 @@ static int own_setup(void)
 				return -1;
 			else
 				usleep(1000);
-		snprintf(p, sizeof(p), "%s/loop%d", own_mnt, i);
+		lfs_devpath(p, sizeof(p), own_mnt, i);
 		own[i].fd = open(p, O_RDWR | O_CLOEXEC);
-		if (own[i].fd < 0 || fstat(own[i].fd, &st))
+		if (own[i].fd < 0)
 			return -1;
 	}
-	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u", major(st.st_rdev),
-		 minor(st.st_rdev));
-	n = readlink(p, link, sizeof(link) - 1);
-	if (n < 0)
-		return -1;
-	link[n] = 0;
-	if (!strrchr(link, '/') || sscanf(strrchr(link, '/') + 1, "loopfs%d-", &id) != 1)
+	/* The instance's id, from the name of the last device's disk. */
+	if (disk_name_of(p, name, sizeof(name)) ||
+	    sscanf(name, LOOPFS_DISK_FMT, &id, &idx) != 2)
 		return -1;
 	__atomic_store_n(&sh->own_id[worker_id], id + 1, __ATOMIC_SEQ_CST);
 	return 0;
@@ -1685,7 +1632,7 @@ static void do_op(enum op op)
 	}
 }
 
-static void make_backing(void)
+static void make_backing_files(void)
 {
 	static const off_t sizes[NBACK] = {
 		1 << 20, (1 << 20) + 123, 0, 4096, 511, 3 << 20,
@@ -1722,15 +1669,9 @@ static void make_backing(void)
 static int write_map(pid_t pid, const char *file, const char *line)
 {
 	char p[64];
-	int fd, r;
 
 	snprintf(p, sizeof(p), "/proc/%d/%s", pid, file);
-	fd = open(p, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	r = write(fd, line, strlen(line)) == (ssize_t)strlen(line) ? 0 : -1;
-	close(fd);
-	return r;
+	return write_file(p, line) ? -1 : 0;
 }
 
 /*
@@ -1773,7 +1714,7 @@ static int enter_container(int w, uid_t uid)
 	if (setresgid(0, 0, 0) || setresuid(0, 0, 0))
 		return -1;
 	for (i = 0; i < NINST; i++)
-		mount("loop", mnt[i], "loop", 0, "max=8");
+		mount("loop", mnt[i], LOOPFS_FSTYPE, 0, "max=8");
 	return 0;
 }
 
@@ -1799,7 +1740,7 @@ static void worker(int w, int nprocs, uint64_t seed, time_t deadline,
 		exit(2);
 	}
 	container = container_uid != 0;
-	make_backing();
+	make_backing_files();
 	if (own_setup()) {
 		perror("own instance set-up");
 		exit(2);
@@ -1820,35 +1761,6 @@ static void worker(int w, int nprocs, uint64_t seed, time_t deadline,
 
 /* --- setup and teardown --------------------------------------------------- */
 
-static int tap_n;
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-}
-
-static int count_loopfs_disks(void)
-{
-	struct dirent *de;
-	int n = 0;
-	DIR *d = opendir("/sys/block");
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, "loopfs", 6))
-			n++;
-	closedir(d);
-	return n;
-}
-
 static int unmount_all(void)
 {
 	int i, n = 0;
@@ -1860,34 +1772,6 @@ static int unmount_all(void)
 			n++;
 		}
 	return n;
-}
-
-static long read_long(const char *path)
-{
-	long v = -1;
-	FILE *f = fopen(path, "r");
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static void cat_line(const char *dir, const char *file, char *out, size_t len)
-{
-	char p[PATH_MAX];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/%s", dir, file);
-	out[0] = 0;
-	f = fopen(p, "r");
-	if (!f)
-		return;
-	if (fgets(out, len, f))
-		out[strcspn(out, "\n")] = 0;
-	fclose(f);
 }
 
 /* What is left: every loopfs disk with its binding and holders. */
@@ -1902,7 +1786,9 @@ static void show_leftovers(void)
 		if (strncmp(de->d_name, "loopfs", 6))
 			continue;
 		snprintf(dir, sizeof(dir), "/sys/block/%s", de->d_name);
-		cat_line(dir, "loop/backing_file", back, sizeof(back));
+		snprintf(sub, sizeof(sub), "%s/loop/backing_file", dir);
+		if (read_file(sub, back, sizeof(back)))
+			back[0] = 0;
 		holders[0] = 0;
 		snprintf(sub, sizeof(sub), "%s/holders", dir);
 		h = opendir(sub);
@@ -1932,37 +1818,11 @@ static void show_leftovers(void)
  */
 static int wait_clean(void)
 {
-	int i;
+	int ms = wait_loopfs_idle(30000);
 
-	for (i = 0; i < 600; i++) {
-		if (count_loopfs_disks() == 0 &&
-		    read_long("/sys/module/loopfs/refcnt") == 0) {
-			say("# clean after %d ms\n", i * 50);
-			return 0;
-		}
-		usleep(50000);
-	}
-	return -1;
-}
-
-static int reload_module(void)
-{
-	const char *ko = getenv("LOOPFS_KO");
-	char cmd[PATH_MAX + 16];
-
-	if (system("rmmod loopfs")) {
-		say("# rmmod loopfs failed\n");
+	if (ms < 0)
 		return -1;
-	}
-	if (!ko) {
-		say("# LOOPFS_KO not set: cannot reload\n");
-		return -1;
-	}
-	snprintf(cmd, sizeof(cmd), "insmod '%s'", ko);
-	if (system(cmd)) {
-		say("# insmod %s failed\n", ko);
-		return -1;
-	}
+	say("# clean after %d ms\n", ms);
 	return 0;
 }
 
@@ -2059,7 +1919,7 @@ int main(int argc, char **argv)
 	if (e && atoi(e) >= 1 && atoi(e) <= MAXPROCS)
 		nprocs = atoi(e);
 
-	printf("TAP version 13\n1..7\n");
+	tap_plan(7);
 	say("# seed %llu (reproduce: LOOPFS_FUZZ_SEED=%llu), %d s, %d processes\n",
 	    (unsigned long long)seed, (unsigned long long)seed, seconds, nprocs);
 	for (i = 0; i < X_MAX; i++)
@@ -2071,7 +1931,7 @@ int main(int argc, char **argv)
 	if (sh == MAP_FAILED)
 		return 2;
 	/* Our own mount namespace: nothing leaks into the runner's. */
-	if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+	if (private_mntns()) {
 		perror("unshare");
 		return 2;
 	}
@@ -2082,7 +1942,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < NINST; i++) {
 		snprintf(mnt[i], sizeof(mnt[i]), "%s/i%d", base, i);
 		mkdir(mnt[i], 0755);
-		if (mount("loop", mnt[i], "loop", 0, "") == 0)
+		if (mount("loop", mnt[i], LOOPFS_FSTYPE, 0, "") == 0)
 			sh->stack[i] = 1;
 	}
 
@@ -2158,12 +2018,12 @@ int main(int argc, char **argv)
 	clean = unmounted >= 0 && wait_clean() == 0;
 	if (!clean) {
 		say("# left behind: %d loopfs disks in /sys/block, refcnt %ld\n",
-		    count_loopfs_disks(), read_long("/sys/module/loopfs/refcnt"));
+		    count_loopfs_disks(), loopfs_refcnt());
 		show_leftovers();
 	}
 	tap(unmounted >= 0, "every instance unmounts");
 	tap(clean, "no loopfs disk left in /sys/block, module refcount 0");
-	tap(!hung && reload_module() == 0, "rmmod loopfs and insmod again");
+	tap(!hung && reload_loopfs() == 0, "rmmod loopfs and load it again");
 	return sh->unexpected || sh->misjudged || !sh->judged || !sh->verified ||
 	       few || !kinds || !total || hung || died || !clean ? 1 : 0;
 }

@@ -28,8 +28,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#define KNOB "/proc/sys/user/max_loop_devices"
+#include "loopfs_abi.h"
 
 static int fail(void)
 {
@@ -114,7 +113,7 @@ static int cmd_opener_write(uid_t uid, const char *value)
 
 	if (setresuid(uid, uid, 0))
 		return fail();
-	fd = open(KNOB, O_WRONLY | O_CLOEXEC);
+	fd = open(LOOPFS_SYSCTL_PATH, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return fail();
 	if (setresuid(0, 0, 0))
@@ -136,7 +135,7 @@ static int set_in_own_ns(uid_t uid, const char *value, int check)
 		return errno;
 	if (unshare(CLONE_NEWUSER))
 		return errno;
-	fd = open(KNOB, O_RDWR | O_CLOEXEC);
+	fd = open(LOOPFS_SYSCTL_PATH, O_RDWR | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
 	if (write_value(fd, value))

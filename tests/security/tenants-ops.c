@@ -34,6 +34,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "loopfs_test.h"
 
 #define STEP_MS	1000
 
@@ -57,13 +58,13 @@ static int open_dev(int n, int flags)
 {
 	char name[32];
 
-	snprintf(name, sizeof(name), "loop%d", n);
+	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, n);
 	return open_node(name, flags);
 }
 
 static int new_device(void)
 {
-	int ctl = open_node("loop-control", O_RDWR);
+	int ctl = open_node(LOOPFS_CONTROL_NAME, O_RDWR);
 	int n = ioctl(ctl, LOOP_CTL_GET_FREE);
 
 	if (n < 0) {
@@ -85,14 +86,6 @@ static void configure(int dev, int backing, unsigned int flags)
 		perror("LOOP_CONFIGURE");
 		exit(1);
 	}
-}
-
-static long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static const char *const steps[] = {
@@ -134,7 +127,7 @@ static void timed_child(const char *backing, int out)
 	close(dev);
 	write(out, &step, 1);
 	step++;
-	ctl = open_node("loop-control", O_RDWR);
+	ctl = open_node(LOOPFS_CONTROL_NAME, O_RDWR);
 	if (ioctl(ctl, LOOP_CTL_REMOVE, n) < 0) {
 		perror("LOOP_CTL_REMOVE");
 		exit(1);
@@ -162,7 +155,7 @@ static int timed(const char *backing)
 	close(p[1]);
 	for (i = 0; i < (int)(sizeof(steps) / sizeof(steps[0])); i++) {
 		struct pollfd pfd = { .fd = p[0], .events = POLLIN };
-		long t0 = now_ms();
+		uint64_t t0 = now_ms();
 		char c;
 
 		if (poll(&pfd, 1, STEP_MS) != 1) {
@@ -175,7 +168,7 @@ static int timed(const char *backing)
 			waitpid(pid, &status, 0);
 			return 1;
 		}
-		printf("%s: %ld ms\n", steps[i], now_ms() - t0);
+		printf("%s: %ld ms\n", steps[i], (long)(now_ms() - t0));
 	}
 	waitpid(pid, &status, 0);
 	return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -286,7 +279,7 @@ static int write_mib(const char *backing, int mib)
 		return 1;
 	}
 	close(dev);
-	ctl = open_node("loop-control", O_RDWR);
+	ctl = open_node(LOOPFS_CONTROL_NAME, O_RDWR);
 	if (ioctl(ctl, LOOP_CTL_REMOVE, n) < 0) {
 		perror("LOOP_CTL_REMOVE");
 		return 1;
@@ -337,7 +330,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "remove") && argc == 4) {
 		printf("removing\n");
-		dev = open_node("loop-control", O_RDWR);
+		dev = open_node(LOOPFS_CONTROL_NAME, O_RDWR);
 		if (ioctl(dev, LOOP_CTL_REMOVE, atoi(argv[3])) < 0)
 			perror("LOOP_CTL_REMOVE");
 		printf("removed\n");

@@ -6,7 +6,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 FIXTURE(ctl) {
@@ -256,7 +256,7 @@ TEST_F(ctl, many_devices_numbered_densely_from_zero)
 	ASSERT_EQ(1, R(ioctl(self->ctl, LOOP_CTL_GET_FREE)));
 	ASSERT_EQ(0, R(ioctl(self->ctl, LOOP_CTL_ADD, -1)));
 	for (int i = 1; i < 32; i += 2) {
-		ASSERT_TRUE(path_exists("%s/loop%d", self->dir, i));
+		ASSERT_TRUE(path_exists("%s/" LOOPFS_NODE_FMT, self->dir, i));
 	}
 }
 

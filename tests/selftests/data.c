@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <sys/mman.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 #define FILE_SIZE (8 << 20)

@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #endif
 #include <sys/statfs.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 FIXTURE(inst) {
@@ -89,8 +89,8 @@ TEST_F(inst, same_source_string_still_gives_a_new_instance)
 	snprintf(d, sizeof(d), "%s.d", self->a);
 	ASSERT_EQ(0, mkdir(c, 0755));
 	ASSERT_EQ(0, mkdir(d, 0755));
-	ASSERT_EQ(0, mount("shared-name", c, "loop", 0, NULL));
-	ASSERT_EQ(0, mount("shared-name", d, "loop", 0, NULL));
+	ASSERT_EQ(0, mount("shared-name", c, LOOPFS_FSTYPE, 0, NULL));
+	ASSERT_EQ(0, mount("shared-name", d, LOOPFS_FSTYPE, 0, NULL));
 	cc = lfs_ctl(c);
 	cd = lfs_ctl(d);
 	ASSERT_LE(0, cc);
@@ -138,7 +138,7 @@ TEST_F(inst, root_dir_holds_only_loop_control_with_right_modes_and_owner)
 	ASSERT_EQ(0, st.st_uid);
 	ASSERT_EQ(0, st.st_gid);
 
-	snprintf(p, sizeof(p), "%s/loop-control", self->a);
+	snprintf(p, sizeof(p), "%s/" LOOPFS_CONTROL_NAME, self->a);
 	ASSERT_EQ(0, stat(p, &st));
 	ASSERT_TRUE(S_ISCHR(st.st_mode));
 	ASSERT_EQ(0600, st.st_mode & 07777);
@@ -150,7 +150,7 @@ TEST_F(inst, root_dir_holds_only_loop_control_with_right_modes_and_owner)
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		EXPECT_STREQ("loop-control", de->d_name);
+		EXPECT_STREQ(LOOPFS_CONTROL_NAME, de->d_name);
 		n++;
 	}
 	closedir(d);
@@ -200,7 +200,7 @@ TEST_F(inst, readdir_lists_devices_in_the_instance)
 			seen |= 1;
 		else if (!strcmp(de->d_name, "loop7"))
 			seen |= 2;
-		else if (!strcmp(de->d_name, "loop-control"))
+		else if (!strcmp(de->d_name, LOOPFS_CONTROL_NAME))
 			seen |= 4;
 		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			seen |= 8;
@@ -228,7 +228,7 @@ TEST_F(inst, creating_files_dirs_symlinks_nodes_in_root_fails_eperm)
 	snprintf(q, sizeof(q), "%s/loop9", self->a);
 	EXPECT_EQ(-EPERM, R(mknod(q, S_IFBLK | 0600,
 				  makedev(loopfs_block_major(), 144))));
-	snprintf(q, sizeof(q), "%s/loop-control", self->a);
+	snprintf(q, sizeof(q), "%s/" LOOPFS_CONTROL_NAME, self->a);
 	EXPECT_EQ(-EPERM, R(link(q, p)));
 	ASSERT_FALSE(path_exists("%s", p));
 	ASSERT_FALSE(path_exists("%s/loop9", self->a));
@@ -286,7 +286,7 @@ TEST_F(inst, loop_control_works_through_a_symlink)
 	int fd;
 
 	snprintf(link, sizeof(link), "%s.ctl-link", self->a);
-	snprintf(target, sizeof(target), "%s/loop-control", self->a);
+	snprintf(target, sizeof(target), "%s/" LOOPFS_CONTROL_NAME, self->a);
 	ASSERT_EQ(0, symlink(target, link));
 	fd = open(link, O_RDWR);
 	ASSERT_LE(0, fd);
@@ -302,7 +302,7 @@ TEST_F(inst, loop_control_works_through_a_bind_mount_of_the_node)
 	int fd;
 
 	snprintf(file, sizeof(file), "%s.ctl-bind", self->a);
-	snprintf(target, sizeof(target), "%s/loop-control", self->a);
+	snprintf(target, sizeof(target), "%s/" LOOPFS_CONTROL_NAME, self->a);
 	fd = open(file, O_CREAT | O_RDWR, 0600);
 	ASSERT_LE(0, fd);
 	close(fd);
@@ -334,7 +334,7 @@ TEST_F(inst, device_node_works_through_a_symlink)
 TEST_F(inst, sysfs_names_are_unique_start_with_loop_and_are_not_loopN)
 {
 	char pa[PATH_MAX], pb[PATH_MAX], na[256], nb[256], chk[300];
-	unsigned int id, idx;
+	int id, idx;
 	char tail;
 
 	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
@@ -347,9 +347,9 @@ TEST_F(inst, sysfs_names_are_unique_start_with_loop_and_are_not_loopN)
 	ASSERT_STRNE(na, nb);
 	ASSERT_EQ(0, strncmp(na, "loop", 4));
 	/* Documented form loopfs<ID>-<N>, N the index in the instance. */
-	ASSERT_EQ(2, sscanf(na, "loopfs%u-%u%c", &id, &idx, &tail));
+	ASSERT_EQ(2, sscanf(na, LOOPFS_DISK_FMT "%c", &id, &idx, &tail));
 	ASSERT_EQ(0, idx);
-	ASSERT_EQ(2, sscanf(nb, "loopfs%u-%u%c", &id, &idx, &tail));
+	ASSERT_EQ(2, sscanf(nb, LOOPFS_DISK_FMT "%c", &id, &idx, &tail));
 	snprintf(chk, sizeof(chk), "/sys/block/%s", na);
 	ASSERT_TRUE(path_exists("%s", chk));
 }
@@ -407,7 +407,7 @@ TEST_F(inst, stock_loop_control_keeps_working_beside_instances)
 	ASSERT_EQ(0, stat(p, &st));
 	ASSERT_EQ(STOCK_LOOP_MAJOR, major(st.st_rdev));
 	/* Our instance did not gain or lose anything. */
-	ASSERT_FALSE(path_exists("%s/loop%d", self->a, n ? n : 1));
+	ASSERT_FALSE(path_exists("%s/" LOOPFS_NODE_FMT, self->a, n ? n : 1));
 	ASSERT_TRUE(path_exists("%s/loop0", self->a));
 	close(sctl);
 }

@@ -19,7 +19,7 @@
 #endif
 #include <sys/mman.h>
 #include <sys/socket.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 #define MAX_STEPS 256
@@ -293,6 +293,25 @@ static int clr_reopen(struct trace *t, struct drv *d, int dev, int flags,
 	return dev_open(d, 0, flags);
 }
 
+/* Bind @dev to a fresh a.img of @size bytes (pattern @seed); its fd. */
+static int set_fd_a(struct trace *t, int dev, off_t size, unsigned int seed)
+{
+	int fa;
+
+	make_backing("a.img", size, seed);
+	fa = file_open("a.img", O_RDWR);
+	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	return fa;
+}
+
+/* Unbind @dev, then close it and its backing file @fa. */
+static void clr_fd_close(struct trace *t, int dev, int fa)
+{
+	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
+	close(fa);
+	close(dev);
+}
+
 static void seq_set_fd_binds_and_reports_status(struct trace *t, struct drv *d)
 {
 	int dev, fd;
@@ -404,9 +423,7 @@ static void seq_clr_fd_on_unbound_fails_enxio(struct trace *t, struct drv *d)
 	int fa;
 
 	CALLX("CLR_FD unbound", ioctl(dev, LOOP_CLR_FD), -ENXIO);
-	make_backing("a.img", 65536, 4);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 65536, 4);
 	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
 	CALLX("CLR_FD again", ioctl(dev, LOOP_CLR_FD), -ENXIO);
 	close(fa);
@@ -420,9 +437,7 @@ static void seq_clr_fd_with_second_opener_defers_via_autoclear(struct trace *t,
 	int other = dev_open(d, 0, O_RDONLY);
 	int fa;
 
-	make_backing("a.img", 65536, 5);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 65536, 5);
 	close(fa);
 	CALLX("CLR_FD with 2 openers", ioctl(dev, LOOP_CLR_FD), 0);
 	rec_status64(t, d, dev, 0, "a.img");
@@ -483,9 +498,7 @@ static void seq_offset_and_sizelimit_shape_the_device(struct trace *t,
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 7);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 7);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char lbl[64];
 
@@ -505,9 +518,7 @@ static void seq_offset_and_sizelimit_shape_the_device(struct trace *t,
 	CALLX("SET_STATUS64 window", ioctl(dev, LOOP_SET_STATUS64, &li), 0);
 	rec_valx(t, "window read matches file", "1", "%d",
 		 read_eq_file(dev, "a.img", 0, 8192, 65536));
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_set_status_flag_rules(struct trace *t, struct drv *d)
@@ -516,9 +527,7 @@ static void seq_set_status_flag_rules(struct trace *t, struct drv *d)
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 8);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 8);
 	memset(&li, 0, sizeof(li));
 	li.lo_flags = LO_FLAGS_READ_ONLY | LO_FLAGS_DIRECT_IO;
 	CALLX("SET_STATUS64 ro|dio (not settable)",
@@ -542,9 +551,7 @@ static void seq_set_status_flag_rules(struct trace *t, struct drv *d)
 	CALL("SET_STATUS64 unknown flag", ioctl(dev, LOOP_SET_STATUS64, &li));
 	rec_status64(t, d, dev, 0, "a.img");
 	rec_sysfs(t, d, 0);
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_set_status_rejects_encryption_and_overflow(struct trace *t,
@@ -554,9 +561,7 @@ static void seq_set_status_rejects_encryption_and_overflow(struct trace *t,
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 9);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 9);
 	memset(&li, 0, sizeof(li));
 	li.lo_offset = 4096;
 	li.lo_encrypt_type = LO_CRYPT_XOR;
@@ -579,9 +584,7 @@ static void seq_set_status_rejects_encryption_and_overflow(struct trace *t,
 	      -EOVERFLOW);
 	rec_status64(t, d, dev, 0, "a.img");
 	rec_size(t, dev);
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_file_name_fields_truncate_to_63_chars(struct trace *t,
@@ -592,9 +595,7 @@ static void seq_file_name_fields_truncate_to_63_chars(struct trace *t,
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 10);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 10);
 	memset(&li, 0, sizeof(li));
 	memset(li.lo_file_name, 'A', LO_NAME_SIZE);
 	memset(li.lo_crypt_name, 'C', LO_NAME_SIZE);
@@ -651,9 +652,7 @@ static void seq_old_loop_info_get_and_set(struct trace *t, struct drv *d)
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 12);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 12);
 	memset(&li64, 0, sizeof(li64));
 	li64.lo_offset = 8192;
 	li64.lo_sizelimit = 65536;
@@ -677,9 +676,7 @@ static void seq_old_loop_info_get_and_set(struct trace *t, struct drv *d)
 	CALLX("SET_STATUS64 offset 4G", ioctl(dev, LOOP_SET_STATUS64, &li64), 0);
 	CALLX("GET_STATUS (old) offset 4G", ioctl(dev, LOOP_GET_STATUS, &li),
 	      -EOVERFLOW);
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 /* The i386 ABI of LOOP_GET_STATUS/LOOP_SET_STATUS, reached through int $0x80. */
@@ -722,9 +719,7 @@ static void seq_compat_32bit_loop_info(struct trace *t, struct drv *d)
 
 	ci = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
 		  MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
-	make_backing("a.img", 1 << 20, 13);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 13);
 	memset(&li64, 0, sizeof(li64));
 	li64.lo_offset = 4096;
 	strcpy((char *)li64.lo_file_name, "compat-name");
@@ -799,9 +794,7 @@ static void seq_set_block_size_valid_and_invalid(struct trace *t, struct drv *d)
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 14);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 14);
 	rec_bsz(t, dev);
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		char lbl[64];
@@ -828,9 +821,7 @@ static void seq_set_block_size_valid_and_invalid(struct trace *t, struct drv *d)
 	rec_sysfs(t, d, 0);
 	rec_valx(t, "read at 4k matches file", "1", "%d",
 		 read_eq_file(dev, "a.img", 0, 0, 1 << 20));
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_configure_sets_everything_at_once(struct trace *t,
@@ -857,9 +848,7 @@ static void seq_configure_sets_everything_at_once(struct trace *t,
 	rec_sysfs(t, d, 0);
 	rec_valx(t, "window read matches file", "1", "%d",
 		 read_eq_file(dev, "a.img", 0, 65536, 1 << 20));
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_configure_rejects_bad_fields(struct trace *t, struct drv *d)
@@ -971,9 +960,7 @@ static void seq_set_capacity_picks_up_grown_file(struct trace *t, struct drv *d)
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 22);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 22);
 	rec_size(t, dev);
 	CALLX("grow file", ftruncate(fa, 3 << 20), 0);
 	rec_size(t, dev);
@@ -989,9 +976,7 @@ static void seq_set_capacity_picks_up_grown_file(struct trace *t, struct drv *d)
 	CALLX("shrink file", ftruncate(fa, (1 << 20) + 700), 0);
 	CALLX("SET_CAPACITY shrunk", ioctl(dev, LOOP_SET_CAPACITY, 0), 0);
 	rec_size(t, dev);
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_set_direct_io(struct trace *t, struct drv *d)
@@ -999,9 +984,7 @@ static void seq_set_direct_io(struct trace *t, struct drv *d)
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_backing("a.img", 1 << 20, 23);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 23);
 	CALL("SET_DIRECT_IO 1", ioctl(dev, LOOP_SET_DIRECT_IO, 1));
 	rec_status64(t, d, dev, 0, "a.img");
 	rec_sysfs(t, d, 0);
@@ -1011,9 +994,7 @@ static void seq_set_direct_io(struct trace *t, struct drv *d)
 	CALLX("SET_DIRECT_IO 0 again", ioctl(dev, LOOP_SET_DIRECT_IO, 0), 0);
 	rec_valx(t, "read matches file", "1", "%d",
 		 read_eq_file(dev, "a.img", 0, 0, 1 << 20));
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_read_only_backing_fd_gives_read_only_device(struct trace *t,
@@ -1036,9 +1017,7 @@ static void seq_read_only_backing_fd_gives_read_only_device(struct trace *t,
 	rec_status64(t, d, dev, 0, "a.img");
 	rec_valx(t, "file untouched", "1", "%d",
 		 read_eq_file(dev, "a.img", 0, 0, 4096));
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 static void seq_read_only_flag_and_read_only_open(struct trace *t, struct drv *d)
@@ -1185,9 +1164,7 @@ static void seq_block_ioctls_and_writes_round_trip(struct trace *t,
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa, ok;
 
-	make_backing("a.img", 1 << 20, 29);
-	fa = file_open("a.img", O_RDWR);
-	CALLX("SET_FD", ioctl(dev, LOOP_SET_FD, fa), 0);
+	fa = set_fd_a(t, dev, 1 << 20, 29);
 	pattern_fill(buf, sizeof(buf), 0, 99);
 	CALLX("pwrite 8k at 12288", pwrite(dev, buf, sizeof(buf), 12288), 8192);
 	CALLX("fsync", fsync(dev), 0);
@@ -1197,9 +1174,7 @@ static void seq_block_ioctls_and_writes_round_trip(struct trace *t,
 	CALLX("BLKFLSBUF", ioctl(dev, BLKFLSBUF, 0), 0);
 	CALLX("pwrite at end", pwrite(dev, buf, 512, 1 << 20), -ENOSPC);
 	CALLX("pread at end", pread(dev, buf, 512, 1 << 20), 0);
-	CALLX("CLR_FD", ioctl(dev, LOOP_CLR_FD), 0);
-	close(fa);
-	close(dev);
+	clr_fd_close(t, dev, fa);
 }
 
 /* ---------------- driver set-up and comparison ---------------- */

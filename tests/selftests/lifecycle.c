@@ -10,33 +10,12 @@
 #define _GNU_SOURCE
 #endif
 #include <signal.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
-
-static int module_loaded(void)
-{
-	return path_exists("/sys/module/loopfs");
-}
-
-static int load_module(void)
-{
-	const char *ko = getenv("LOOPFS_KO");
-	int fd, r;
-
-	if (!ko)
-		return -ENOENT;
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = syscall(SYS_finit_module, fd, "", 0);
-	r = r ? -errno : 0;
-	close(fd);
-	return r;
-}
 
 static void ensure_module_loaded(void)
 {
-	if (!module_loaded() && load_module())
+	if (!loopfs_loaded() && load_loopfs())
 		fprintf(stderr, "# lifecycle: could not reload %s\n",
 			getenv("LOOPFS_KO"));
 }
@@ -98,7 +77,7 @@ FIXTURE_SETUP(lc)
 	ASSERT_EQ(0, mkdir(self->tmp, 0755));
 	ASSERT_EQ(0, mount("tmpfs", self->tmp, "tmpfs", 0, "size=256m"));
 	ASSERT_EQ(0, make_backing(self->file, 4 << 20, 5));
-	ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, self->saved_max,
+	ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, self->saved_max,
 			       sizeof(self->saved_max)));
 	ASSERT_EQ(0, lfs_mount(self->mnt, NULL));
 	self->ctl = lfs_ctl(self->mnt);
@@ -112,7 +91,7 @@ FIXTURE_TEARDOWN(lc)
 	umount2(self->mnt, MNT_DETACH);
 	umount2(self->tmp, MNT_DETACH);
 	if (self->saved_max[0])
-		write_file(MAX_LOOP_SYSCTL, self->saved_max);
+		write_file(LOOPFS_SYSCTL_PATH, self->saved_max);
 }
 
 /* Bind loop<n> of the fixture instance to the backing file, return its fd. */
@@ -157,6 +136,18 @@ static void sys_block_path(char *buf, size_t len, const char *devpath)
 
 	disk_name_of(devpath, name, sizeof(name));
 	snprintf(buf, len, "/sys/block/%s", name);
+}
+
+/*
+ * Bind device 0 and close it again: bound, unopened.  @p and @sys (PATH_MAX
+ * bytes each) get the path of its node and its /sys/block directory.
+ */
+static void bind_0_closed(struct __test_metadata *_metadata,
+			  FIXTURE_DATA(lc) *self, char *p, char *sys)
+{
+	close(bind_n(_metadata, self, 0));
+	lfs_devpath(p, PATH_MAX, self->mnt, 0);
+	sys_block_path(sys, PATH_MAX, p);
 }
 
 /* ---------- unlink / rename ---------- */
@@ -216,7 +207,7 @@ TEST_F(lc, loop_control_cannot_be_unlinked_or_renamed)
 {
 	char c[PATH_MAX], q[PATH_MAX];
 
-	snprintf(c, sizeof(c), "%s/loop-control", self->mnt);
+	snprintf(c, sizeof(c), "%s/" LOOPFS_CONTROL_NAME, self->mnt);
 	snprintf(q, sizeof(q), "%s/other-name", self->mnt);
 	ASSERT_EQ(-EPERM, R(unlink(c)));
 	ASSERT_EQ(-EPERM, R(rename(c, q)));
@@ -275,12 +266,8 @@ TEST_F(lc, teardown_removes_unbound_devices_at_once)
 TEST_F(lc, teardown_clears_and_removes_bound_unopened_devices)
 {
 	char sys[PATH_MAX], p[PATH_MAX];
-	int dev;
 
-	dev = bind_n(_metadata, self, 0);
-	close(dev);
-	lfs_devpath(p, sizeof(p), self->mnt, 0);
-	sys_block_path(sys, sizeof(sys), p);
+	bind_0_closed(_metadata, self, p, sys);
 	/* Holding the backing file keeps its tmpfs busy. */
 	ASSERT_EQ(-EBUSY, R(umount(self->tmp)));
 	close(self->ctl);
@@ -295,17 +282,14 @@ TEST_F(lc, teardown_keeps_open_device_working_until_last_close)
 {
 	unsigned char buf[4096], back[4096];
 	char sys[PATH_MAX], p[PATH_MAX], host[PATH_MAX], other[PATH_MAX];
-	int dev, hdev, fd, c2;
+	int hdev, fd, c2;
 
-	dev = bind_n(_metadata, self, 0);
-	close(dev);
-	lfs_devpath(p, sizeof(p), self->mnt, 0);
-	sys_block_path(sys, sizeof(sys), p);
+	bind_0_closed(_metadata, self, p, sys);
 	snprintf(host, sizeof(host), "/dev/%s", strrchr(sys, '/') + 1);
 	/* An fd through the host node does not pin the loopfs mount. */
 	hdev = open(host, O_RDWR);
 	ASSERT_LE(0, hdev);
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "1"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "1"));
 	close(self->ctl);
 	self->ctl = -1;
 	ASSERT_EQ(0, umount(self->mnt));
@@ -429,7 +413,7 @@ static int detached_instance(void)
 {
 	int fsfd, mfd;
 
-	fsfd = syscall(SYS_fsopen, "loop", FSOPEN_CLOEXEC);
+	fsfd = syscall(SYS_fsopen, LOOPFS_FSTYPE, FSOPEN_CLOEXEC);
 	if (fsfd < 0)
 		return -errno;
 	if (syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0)) {
@@ -455,7 +439,7 @@ TEST_F(lc, detached_instance_works_through_openat_and_vanishes_on_close)
 	ASSERT_EQ(before, loop_mounts());
 	ASSERT_EQ(0, fstat(mfd, &st));
 	ASSERT_TRUE(S_ISDIR(st.st_mode));
-	ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+	ctl = openat(mfd, LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, ctl);
 	ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
 	dev = openat(mfd, "loop0", O_RDWR | O_CLOEXEC);
@@ -490,7 +474,7 @@ TEST_F_TIMEOUT(lc, detached_instance_mounts_ext4_image_via_proc_self_fd, 90)
 	ASSERT_EQ(0, mkdir(ext, 0755));
 	mfd = detached_instance();
 	ASSERT_LE(0, mfd);
-	ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+	ctl = openat(mfd, LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 	ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
 	dev = openat(mfd, "loop0", O_RDWR | O_CLOEXEC);
 	ASSERT_LE(0, dev);
@@ -521,7 +505,7 @@ TEST_F_TIMEOUT(lc, sigkill_of_owner_with_detached_instance_leaves_nothing, 90)
 	snprintf(ext, sizeof(ext), "%s/ext", self->base);
 	ASSERT_EQ(0, make_ext4_image(img, 32));
 	ASSERT_EQ(0, mkdir(ext, 0755));
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "3"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "3"));
 	ASSERT_EQ(0, pipe(pfd));
 	pid = fork();
 	ASSERT_LE(0, pid);
@@ -533,7 +517,7 @@ TEST_F_TIMEOUT(lc, sigkill_of_owner_with_detached_instance_leaves_nothing, 90)
 		if (private_mntns())
 			_exit(2);
 		mfd = detached_instance();
-		ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+		ctl = openat(mfd, LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 		if (ioctl(ctl, LOOP_CTL_GET_FREE) != 0 ||
 		    ioctl(ctl, LOOP_CTL_ADD, 1) != 1 ||
 		    ioctl(ctl, LOOP_CTL_ADD, 2) != 2)
@@ -593,11 +577,6 @@ TEST_F_TIMEOUT(lc, sigkill_of_owner_with_detached_instance_leaves_nothing, 90)
 
 /* ---------- module unload (keep last: it unloads and reloads) ---------- */
 
-static long refcnt(void)
-{
-	return read_long("/sys/module/loopfs/refcnt");
-}
-
 static long try_unload(void)
 {
 	return R(syscall(SYS_delete_module, "loopfs", O_NONBLOCK));
@@ -626,21 +605,18 @@ static int proc_has(const char *file, int col, const char *word)
 TEST_F_TIMEOUT(lc, module_unload_refused_while_in_use_then_clean, 60)
 {
 	char p[PATH_MAX], sys[PATH_MAX], host[PATH_MAX];
-	int mfd, hdev, dev;
+	int mfd, hdev;
 
-	ASSERT_TRUE(module_loaded());
+	ASSERT_TRUE(loopfs_loaded());
 	ASSERT_TRUE(proc_has("/proc/filesystems", 1, "loop"));
 	ASSERT_TRUE(proc_has("/proc/devices", 1, "loopfs"));
 	/* 1: a mounted instance (the fixture's). */
 	ASSERT_EQ(-EWOULDBLOCK, try_unload());
 	ASSERT_NE(0, run_cmd("rmmod loopfs 2>/dev/null"));
-	ASSERT_TRUE(module_loaded());
+	ASSERT_TRUE(loopfs_loaded());
 
 	/* 2: an orphaned, still open device. */
-	dev = bind_n(_metadata, self, 0);
-	close(dev);
-	lfs_devpath(p, sizeof(p), self->mnt, 0);
-	sys_block_path(sys, sizeof(sys), p);
+	bind_0_closed(_metadata, self, p, sys);
 	snprintf(host, sizeof(host), "/dev/%s", strrchr(sys, '/') + 1);
 	hdev = open(host, O_RDONLY);
 	ASSERT_LE(0, hdev);
@@ -658,19 +634,19 @@ TEST_F_TIMEOUT(lc, module_unload_refused_while_in_use_then_clean, 60)
 	close(mfd);
 
 	/* Everything gone: unload succeeds (allow teardown to finish). */
-	for (int i = 0; i < 500 && refcnt() > 0; i++)
+	for (int i = 0; i < 500 && loopfs_refcnt() > 0; i++)
 		usleep(10000);
-	ASSERT_EQ(0, refcnt());
+	ASSERT_EQ(0, loopfs_refcnt());
 	ASSERT_EQ(0, try_unload());
-	ASSERT_FALSE(module_loaded());
+	ASSERT_FALSE(loopfs_loaded());
 	ASSERT_EQ(0, count_loopfs_disks());
-	ASSERT_FALSE(path_exists(MAX_LOOP_SYSCTL));
+	ASSERT_FALSE(path_exists(LOOPFS_SYSCTL_PATH));
 	ASSERT_FALSE(proc_has("/proc/filesystems", 1, "loop"));
 	ASSERT_FALSE(proc_has("/proc/devices", 1, "loopfs"));
 
 	/* Reload for the suites that follow; it works as before. */
-	ASSERT_EQ(0, load_module());
-	ASSERT_TRUE(path_exists(MAX_LOOP_SYSCTL));
+	ASSERT_EQ(0, load_loopfs());
+	ASSERT_TRUE(path_exists(LOOPFS_SYSCTL_PATH));
 	ASSERT_EQ(0, lfs_mount(self->mnt, NULL));
 	self->ctl = lfs_ctl(self->mnt);
 	ASSERT_EQ(0, R(ioctl(self->ctl, LOOP_CTL_GET_FREE)));

@@ -14,7 +14,7 @@
 #include <grp.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include "loopfs_util.h"
+#include "loopfs_test.h"
 #include "kselftest_harness.h"
 
 static uid_t unpriv_uid(void)
@@ -86,11 +86,43 @@ static void make_public_dir(struct __test_metadata *_metadata, char *buf,
 	ASSERT_EQ(0, chmod(buf, 0777));
 }
 
+/*
+ * A public directory @dir with the paths of a mount point @mnt ("<dir>/@name")
+ * and a backing file @file ("<dir>/img") in it; PATH_MAX bytes each.
+ */
+static void make_public_paths(struct __test_metadata *_metadata, char *dir,
+			      char *mnt, const char *name, char *file)
+{
+	make_public_dir(_metadata, dir, PATH_MAX);
+	snprintf(mnt, PATH_MAX, "%s/%s", dir, name);
+	snprintf(file, PATH_MAX, "%s/img", dir);
+}
+
 /* Unmount whatever is still mounted below @dir, then remove it. */
 static void rm_public_dir(const char *dir)
 {
 	run_cmd("for m in $(awk '{print $5}' /proc/self/mountinfo | grep '^%s/' | sort -r); "
 		"do umount -l \"$m\"; done; rm -rf '%s'", dir, dir);
+}
+
+/*
+ * As root of a new user namespace of @uid (uid 0 mapped to it): the backing
+ * file @file of @size bytes (pattern @seed), an instance on @mnt and its
+ * device 0 from LOOP_CTL_GET_FREE.  Returns the instance's loop-control.
+ */
+static int userns_instance(struct __test_metadata *_metadata, uid_t uid,
+			   const char *file, off_t size, unsigned int seed,
+			   const char *mnt)
+{
+	int ctl;
+
+	ASSERT_EQ(0, enter_userns_as(uid, 1));
+	ASSERT_EQ(0, make_backing(file, size, seed));
+	ASSERT_EQ(0, lfs_mount(mnt, NULL));
+	ctl = lfs_ctl(mnt);
+	ASSERT_LE(0, ctl);
+	ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
+	return ctl;
 }
 
 /* Run the statements in a child; the test fails unless the child exits 0. */
@@ -137,6 +169,56 @@ static int sync_recv(int fd, char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Fork a child that is stepped through @s and mounts an instance on @mnt
+ * (PATH_MAX bytes), a directory in the public directory @dir (PATH_MAX
+ * bytes) made here: the child's pid, 0 in the child.
+ */
+static pid_t fork_stepped(struct __test_metadata *_metadata, char *dir,
+			  char *mnt, struct sync *s)
+{
+	pid_t pid;
+
+	make_public_dir(_metadata, dir, PATH_MAX);
+	snprintf(mnt, PATH_MAX, "%s/mnt", dir);
+	sync_init(s);
+	pid = fork();
+	ASSERT_LE(0, pid);
+	return pid;
+}
+
+/* Let the stepped child finish; the test fails unless it exits 0. */
+static void finish_stepped(struct __test_metadata *_metadata, struct sync *s,
+			   pid_t pid)
+{
+	int status;
+
+	sync_send(s->to_child[1], "done");
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * The instance a child mounted on @mnt, seen from the host: its root
+ * directory belongs to @uid and group @uid, its loop-control to @uid.
+ */
+static void expect_instance_owner(struct __test_metadata *_metadata, pid_t pid,
+				  const char *mnt, uid_t uid)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "/proc/%d/root%s", pid, mnt);
+	EXPECT_EQ(0, stat(p, &st));
+	EXPECT_EQ(uid, st.st_uid);
+	EXPECT_EQ(uid, st.st_gid);
+	snprintf(p, sizeof(p), "/proc/%d/root%s/" LOOPFS_CONTROL_NAME, pid, mnt);
+	EXPECT_EQ(0, stat(p, &st));
+	EXPECT_EQ(uid, st.st_uid);
+	EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
 /* ---------- mounting, ownership, I/O ---------- */
 
 TEST(userns_root_mounts_instance_and_owns_its_nodes)
@@ -146,13 +228,8 @@ TEST(userns_root_mounts_instance_and_owns_its_nodes)
 	struct sync s;
 	struct stat st;
 	pid_t pid;
-	int status;
 
-	make_public_dir(_metadata, dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	sync_init(&s);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = fork_stepped(_metadata, dir, mnt, &s);
 	if (pid == 0) {
 		int ctl;
 
@@ -162,7 +239,7 @@ TEST(userns_root_mounts_instance_and_owns_its_nodes)
 		ASSERT_EQ(0, st.st_uid);
 		ASSERT_EQ(0, st.st_gid);
 		ASSERT_EQ(0755, st.st_mode & 07777);
-		snprintf(p, sizeof(p), "%s/loop-control", mnt);
+		snprintf(p, sizeof(p), "%s/" LOOPFS_CONTROL_NAME, mnt);
 		ASSERT_EQ(0, stat(p, &st));
 		ASSERT_EQ(0, st.st_uid);
 		ASSERT_EQ(0600, st.st_mode & 07777);
@@ -181,13 +258,7 @@ TEST(userns_root_mounts_instance_and_owns_its_nodes)
 	}
 	ASSERT_EQ(0, sync_recv(s.to_parent[0], name, sizeof(name)));
 	/* Seen from the host: everything belongs to the unprivileged uid. */
-	snprintf(p, sizeof(p), "/proc/%d/root%s", pid, mnt);
-	EXPECT_EQ(0, stat(p, &st));
-	EXPECT_EQ(uid, st.st_uid);
-	EXPECT_EQ(uid, st.st_gid);
-	snprintf(p, sizeof(p), "/proc/%d/root%s/loop-control", pid, mnt);
-	EXPECT_EQ(0, stat(p, &st));
-	EXPECT_EQ(uid, st.st_uid);
+	expect_instance_owner(_metadata, pid, mnt, uid);
 	snprintf(p, sizeof(p), "/proc/%d/root%s/loop0", pid, mnt);
 	EXPECT_EQ(0, stat(p, &st));
 	EXPECT_EQ(uid, st.st_uid);
@@ -202,10 +273,7 @@ TEST(userns_root_mounts_instance_and_owns_its_nodes)
 	snprintf(p, sizeof(p), "/sys/block/%s/size", name);
 	EXPECT_EQ(0, stat(p, &st));
 	EXPECT_EQ(0, st.st_uid);
-	sync_send(s.to_child[1], "done");
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status));
+	finish_stepped(_metadata, &s, pid);
 	rm_public_dir(dir);
 }
 
@@ -214,9 +282,7 @@ TEST(userns_root_binds_its_own_file_and_reads_and_writes)
 	char dir[PATH_MAX], mnt[PATH_MAX], file[PATH_MAX];
 	uid_t uid = unpriv_uid();
 
-	make_public_dir(_metadata, dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(file, sizeof(file), "%s/img", dir);
+	make_public_paths(_metadata, dir, mnt, "mnt", file);
 	IN_CHILD({
 		unsigned char buf[8192], back[8192];
 		struct loop_config cfg;
@@ -224,12 +290,7 @@ TEST(userns_root_binds_its_own_file_and_reads_and_writes)
 		uint64_t sz = 0;
 		int ctl, dev, fd;
 
-		ASSERT_EQ(0, enter_userns_as(uid, 1));
-		ASSERT_EQ(0, make_backing(file, 4 << 20, 3));
-		ASSERT_EQ(0, lfs_mount(mnt, NULL));
-		ctl = lfs_ctl(mnt);
-		ASSERT_LE(0, ctl);
-		ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
+		ctl = userns_instance(_metadata, uid, file, 4 << 20, 3, mnt);
 		dev = lfs_open_dev(mnt, 0, O_RDWR);
 		ASSERT_LE(0, dev);
 		fd = open(file, O_RDWR);
@@ -273,18 +334,12 @@ TEST(userns_root_may_reconfigure_own_device_opened_read_only)
 	char dir[PATH_MAX], mnt[PATH_MAX], file[PATH_MAX];
 	uid_t uid = unpriv_uid();
 
-	make_public_dir(_metadata, dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(file, sizeof(file), "%s/img", dir);
+	make_public_paths(_metadata, dir, mnt, "mnt", file);
 	IN_CHILD({
 		struct loop_info64 li;
 		int ctl, rw, ro, fd;
 
-		ASSERT_EQ(0, enter_userns_as(uid, 1));
-		ASSERT_EQ(0, make_backing(file, 1 << 20, 4));
-		ASSERT_EQ(0, lfs_mount(mnt, NULL));
-		ctl = lfs_ctl(mnt);
-		ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
+		ctl = userns_instance(_metadata, uid, file, 1 << 20, 4, mnt);
 		rw = lfs_open_dev(mnt, 0, O_RDWR);
 		ASSERT_LE(0, rw);
 		fd = open(file, O_RDWR);
@@ -323,9 +378,7 @@ TEST(userns_root_gets_eperm_on_foreign_devices_it_only_reads)
 	int ctl, sctl, hrw, hro, srw, sro, fd, n;
 
 	ASSERT_EQ(0, private_mntns());
-	make_public_dir(_metadata, dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/host", dir);
-	snprintf(file, sizeof(file), "%s/img", dir);
+	make_public_paths(_metadata, dir, mnt, "host", file);
 	ASSERT_EQ(0, make_backing(file, 1 << 20, 5));
 	ASSERT_EQ(0, lfs_mount(mnt, NULL));
 	ctl = lfs_ctl(mnt);
@@ -449,25 +502,19 @@ TEST(userns_root_gets_eperm_on_another_containers_device)
 	pid_t owner;
 	int st;
 
-	make_public_dir(_metadata, dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	snprintf(file, sizeof(file), "%s/img", dir);
+	make_public_paths(_metadata, dir, mnt, "mnt", file);
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
 	ASSERT_EQ(0, pipe(ack));
 	owner = fork();
 	ASSERT_LE(0, owner);
 	if (owner == 0) {
 		struct loop_info64 li;
-		int ctl, rw, ro, fd;
+		int rw, ro, fd;
 		char c;
 
 		close(ack[1]);	/* EOF on ack if the parent dies */
 		/* Container A (uid+1): its own instance, a bound device. */
-		ASSERT_EQ(0, enter_userns_as(uid + 1, 1));
-		ASSERT_EQ(0, make_backing(file, 1 << 20, 6));
-		ASSERT_EQ(0, lfs_mount(mnt, NULL));
-		ctl = lfs_ctl(mnt);
-		ASSERT_EQ(0, R(ioctl(ctl, LOOP_CTL_GET_FREE)));
+		userns_instance(_metadata, uid + 1, file, 1 << 20, 6, mnt);
 		rw = lfs_open_dev(mnt, 0, O_RDWR);
 		fd = open(file, O_RDWR);
 		ASSERT_EQ(0, R(ioctl(rw, LOOP_SET_FD, fd)));
@@ -534,7 +581,7 @@ TEST(userns_root_cannot_open_another_instances_nodes)
 		ASSERT_EQ(0, enter_userns_as(uid, 1));
 		EXPECT_EQ(-EACCES, R(open(p, O_RDONLY)));
 		EXPECT_EQ(-EACCES, R(open(p, O_RDWR)));
-		snprintf(q, sizeof(q), "%s/loop-control", mnt);
+		snprintf(q, sizeof(q), "%s/" LOOPFS_CONTROL_NAME, mnt);
 		EXPECT_EQ(-EACCES, R(open(q, O_RDWR)));
 		EXPECT_EQ(-EACCES, R(open(host, O_RDONLY)));
 		/* A node of our own for the foreign dev_t: not allowed. */
@@ -557,18 +604,12 @@ TEST(userns_root_cannot_open_another_instances_nodes)
 
 TEST(nodes_fall_back_to_global_root_without_uid0_mapping)
 {
-	char dir[PATH_MAX], mnt[PATH_MAX], msg[64], p[PATH_MAX];
+	char dir[PATH_MAX], mnt[PATH_MAX], msg[64];
 	uid_t uid = unpriv_uid();
 	struct sync s;
-	struct stat st;
 	pid_t pid;
-	int status;
 
-	make_public_dir(_metadata, dir, sizeof(dir));
-	snprintf(mnt, sizeof(mnt), "%s/mnt", dir);
-	sync_init(&s);
-	pid = fork();
-	ASSERT_LE(0, pid);
+	pid = fork_stepped(_metadata, dir, mnt, &s);
 	if (pid == 0) {
 		int ctl;
 
@@ -582,18 +623,8 @@ TEST(nodes_fall_back_to_global_root_without_uid0_mapping)
 		_exit(_metadata->passed ? 0 : 1);
 	}
 	ASSERT_EQ(0, sync_recv(s.to_parent[0], msg, sizeof(msg)));
-	snprintf(p, sizeof(p), "/proc/%d/root%s", pid, mnt);
-	EXPECT_EQ(0, stat(p, &st));
-	EXPECT_EQ(0, st.st_uid);
-	EXPECT_EQ(0, st.st_gid);
-	snprintf(p, sizeof(p), "/proc/%d/root%s/loop-control", pid, mnt);
-	EXPECT_EQ(0, stat(p, &st));
-	EXPECT_EQ(0, st.st_uid);
-	EXPECT_TRUE(S_ISCHR(st.st_mode));
-	sync_send(s.to_child[1], "done");
-	ASSERT_EQ(pid, waitpid(pid, &status, 0));
-	ASSERT_TRUE(WIFEXITED(status));
-	ASSERT_EQ(0, WEXITSTATUS(status));
+	expect_instance_owner(_metadata, pid, mnt, 0);
+	finish_stepped(_metadata, &s, pid);
 	rm_public_dir(dir);
 }
 
@@ -607,13 +638,13 @@ FIXTURE(limit) {
 FIXTURE_SETUP(limit)
 {
 	ASSERT_EQ(0, private_mntns());
-	ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, self->saved, sizeof(self->saved)));
+	ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, self->saved, sizeof(self->saved)));
 	make_public_dir(_metadata, self->dir, sizeof(self->dir));
 }
 
 FIXTURE_TEARDOWN(limit)
 {
-	write_file(MAX_LOOP_SYSCTL, self->saved);
+	write_file(LOOPFS_SYSCTL_PATH, self->saved);
 	rm_public_dir(self->dir);
 }
 
@@ -644,7 +675,7 @@ TEST_F(limit, unprivileged_user_cannot_raise_max_loop_devices)
 		int r;
 
 		ASSERT_EQ(0, setresuid(uid, uid, uid));
-		r = write_file(MAX_LOOP_SYSCTL, "100000");
+		r = write_file(LOOPFS_SYSCTL_PATH, "100000");
 		ASSERT_TRUE(r == -EACCES || r == -EPERM) {
 			TH_LOG("write as uid %u returned %d", uid, r);
 		}
@@ -655,13 +686,13 @@ TEST_F(limit, unprivileged_user_cannot_raise_max_loop_devices)
 		ASSERT_EQ(0, enter_userns_as(uid, 1));
 		/* Readable inside the namespace; a write there (denied, or
 		 * setting the namespace's own value) never changes the host's. */
-		ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, v, sizeof(v)));
-		write_file(MAX_LOOP_SYSCTL, "100000");
+		ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, v, sizeof(v)));
+		write_file(LOOPFS_SYSCTL_PATH, "100000");
 	});
 	{
 		char v[64];
 
-		ASSERT_EQ(0, read_file(MAX_LOOP_SYSCTL, v, sizeof(v)));
+		ASSERT_EQ(0, read_file(LOOPFS_SYSCTL_PATH, v, sizeof(v)));
 		ASSERT_STREQ(self->saved, v);
 	}
 }
@@ -675,7 +706,7 @@ TEST_F(limit, limit_holds_across_instances_and_nested_userns_of_one_uid)
 	snprintf(m2, sizeof(m2), "%s/m2", self->dir);
 	snprintf(m3, sizeof(m3), "%s/m3", self->dir);
 	snprintf(file, sizeof(file), "%s/img", self->dir);
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "3"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "3"));
 	IN_CHILD({
 		int c1, c2, dev, fd;
 
@@ -751,7 +782,7 @@ TEST_F(limit, limit_is_counted_per_uid)
 	snprintf(m1, sizeof(m1), "%s/m1", self->dir);
 	snprintf(m2, sizeof(m2), "%s/m2", self->dir);
 	snprintf(mr, sizeof(mr), "%s/root", self->dir);
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "2"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "2"));
 	ASSERT_EQ(0, lfs_mount(mr, NULL));
 	cr = lfs_ctl(mr);
 	ASSERT_LE(0, cr);
@@ -872,7 +903,7 @@ TEST_F_TIMEOUT(limit, thousand_create_remove_cycles_return_every_charge, 250)
 	snprintf(file, sizeof(file), "%s/img", self->dir);
 	ASSERT_EQ(0, make_backing(file, 65536, 2));
 	ASSERT_EQ(0, chmod(file, 0666));
-	ASSERT_EQ(0, write_file(MAX_LOOP_SYSCTL, "2"));
+	ASSERT_EQ(0, write_file(LOOPFS_SYSCTL_PATH, "2"));
 	TH_LOG("%d create/remove cycles (LOOPFS_QUICK=%s)", cycles,
 	       quick ? quick : "(unset)");
 	/* Half the cycles as host root... */
@@ -1037,7 +1068,7 @@ TEST_F(limit, unknown_or_malformed_options_fail_einval_and_log)
 		long long mark = kmsg_mark();
 
 		ASSERT_LE(0, mark);
-		EXPECT_EQ(-EINVAL, R(mount("loop", mnt, "loop", 0, bad[i].opts))) {
+		EXPECT_EQ(-EINVAL, R(mount("loop", mnt, LOOPFS_FSTYPE, 0, bad[i].opts))) {
 			TH_LOG("option '%s' accepted", bad[i].opts);
 			umount2(mnt, MNT_DETACH);
 		}
@@ -1054,7 +1085,7 @@ TEST_F(limit, fsconfig_rejects_unknown_option_with_a_message)
 	ssize_t n;
 	int fsfd;
 
-	fsfd = syscall(SYS_fsopen, "loop", 0);
+	fsfd = syscall(SYS_fsopen, LOOPFS_FSTYPE, 0);
 	ASSERT_LE(0, fsfd);
 	ASSERT_EQ(-EINVAL, R(syscall(SYS_fsconfig, fsfd, FSCONFIG_SET_STRING,
 				     "bogusopt", "1", 0)));

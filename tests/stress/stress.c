@@ -26,34 +26,13 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <dirent.h>
-#include <sched.h>
-#include <time.h>
-#include <unistd.h>
-#include <linux/fs.h>
-#include <linux/loop.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
-
-/* Paths are PATH_MAX buffers built with snprintf; truncation cannot happen. */
-#pragma GCC diagnostic ignored "-Wformat-truncation"
+#include "loopfs_test.h"
 
 #define NSHARED 3
 #define MAXIDX 12
 #define FILE_SIZE (1 << 20)
-#define SYSCTL "/proc/sys/user/max_loop_devices"
 
 enum op {
 	OP_CTL_OPEN, OP_GET_FREE, OP_ADD, OP_ADD_ANY, OP_REMOVE, OP_UNLINK,
@@ -121,7 +100,7 @@ static int account(enum op op, long r, const char *what, ...)
 
 static int mount_instance(const char *dir, const char *opts)
 {
-	return account(OP_MOUNT, mount("loop", dir, "loop", 0, opts), "mount", 0);
+	return account(OP_MOUNT, mount("loop", dir, LOOPFS_FSTYPE, 0, opts), "mount", 0);
 }
 
 static void pattern(unsigned char *b, size_t n, unsigned int seed)
@@ -145,11 +124,6 @@ static int make_file(const char *path)
 	return fd;
 }
 
-static void dev_path(char *buf, size_t len, const char *dir, int n)
-{
-	snprintf(buf, len, "%s/loop%d", dir, n);
-}
-
 /* A device index, mostly among the low ones (open/close races with binds). */
 static int pick_index(unsigned int *seed)
 {
@@ -166,8 +140,7 @@ static void worker_ctl(unsigned int seed)
 		const char *dir = smnt[rand_r(&seed) % NSHARED];
 		int ctl, n;
 
-		snprintf(p, sizeof(p), "%s/loop-control", dir);
-		ctl = open(p, O_RDWR | O_CLOEXEC);
+		ctl = lfs_ctl(dir);
 		if (account(OP_CTL_OPEN, ctl, "open loop-control", ENOENT, 0))
 			continue;
 		for (int i = 0; i < 8 && !sh->stop; i++) {
@@ -190,7 +163,7 @@ static void worker_ctl(unsigned int seed)
 					"REMOVE", ENODEV, EBUSY, 0);
 				break;
 			default:
-				dev_path(p, sizeof(p), dir, n);
+				lfs_devpath(p, sizeof(p), dir, n);
 				account(OP_UNLINK, unlink(p), "unlink", ENOENT,
 					EBUSY, 0);
 			}
@@ -303,7 +276,7 @@ static void worker_bind(unsigned int seed, int id)
 		struct loop_config cfg;
 		int dev, autoclear;
 
-		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
+		lfs_devpath(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
 			 rand_r(&seed) % MAXIDX);
 		dev = open(p, O_RDWR | O_CLOEXEC);
 		if (account(OP_DEV_OPEN, dev, "open device", ENOENT, ENXIO, 0))
@@ -336,7 +309,7 @@ static void worker_open(unsigned int seed)
 		uint64_t sz;
 		int dev;
 
-		dev_path(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
+		lfs_devpath(p, sizeof(p), smnt[rand_r(&seed) % NSHARED],
 			 pick_index(&seed));
 		dev = open(p, O_RDONLY | O_CLOEXEC);
 		if (account(OP_DEV_OPEN, dev, "open device ro", ENOENT, ENXIO, 0))
@@ -354,7 +327,7 @@ static void detached_round(int fd, unsigned int *seed)
 	struct written wr = { 0 };
 	int fsfd, mfd, ctl, dev = -1;
 
-	fsfd = syscall(SYS_fsopen, "loop", FSOPEN_CLOEXEC);
+	fsfd = syscall(SYS_fsopen, LOOPFS_FSTYPE, FSOPEN_CLOEXEC);
 	if (account(OP_DETACHED, fsfd, "fsopen", 0))
 		return;
 	if (account(OP_DETACHED, syscall(SYS_fsconfig, fsfd, FSCONFIG_CMD_CREATE,
@@ -366,7 +339,7 @@ static void detached_round(int fd, unsigned int *seed)
 	close(fsfd);
 	if (account(OP_DETACHED, mfd, "fsmount", 0))
 		return;
-	ctl = openat(mfd, "loop-control", O_RDWR | O_CLOEXEC);
+	ctl = openat(mfd, LOOPFS_CONTROL_NAME, O_RDWR | O_CLOEXEC);
 	if (!account(OP_CTL_OPEN, ctl, "openat loop-control", 0) &&
 	    !account(OP_GET_FREE, ioctl(ctl, LOOP_CTL_GET_FREE), "GET_FREE", ENOSPC, 0)) {
 		dev = openat(mfd, "loop0", O_RDWR | O_CLOEXEC);
@@ -406,12 +379,11 @@ static void worker_churn(unsigned int seed, int id)
 		}
 		if (mount_instance(dir, rand_r(&seed) % 2 ? "max=4" : NULL))
 			continue;
-		snprintf(p, sizeof(p), "%s/loop-control", dir);
-		ctl = open(p, O_RDWR | O_CLOEXEC);
+		ctl = lfs_ctl(dir);
 		if (!account(OP_CTL_OPEN, ctl, "open own loop-control", 0)) {
 			n = ioctl(ctl, LOOP_CTL_GET_FREE);
 			if (!account(OP_GET_FREE, n, "GET_FREE own", ENOSPC, 0)) {
-				dev_path(p, sizeof(p), dir, n);
+				lfs_devpath(p, sizeof(p), dir, n);
 				dev = open(p, O_RDWR | O_CLOEXEC);
 				if (!account(OP_DEV_OPEN, dev, "open own", 0))
 					account(OP_CONFIGURE,
@@ -459,106 +431,31 @@ static void worker_remount(unsigned int seed)
 
 /* ---------------- checks ---------------- */
 
-static int count_loopfs_disks(void)
-{
-	DIR *d = opendir("/sys/block");
-	struct dirent *de;
-	int n = 0;
-
-	if (!d)
-		return -1;
-	while ((de = readdir(d)))
-		n += !strncmp(de->d_name, "loopfs", 6);
-	closedir(d);
-	return n;
-}
-
-static long read_long(const char *path)
-{
-	char buf[64] = "";
-	int fd = open(path, O_RDONLY);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	return n > 0 ? strtol(buf, NULL, 10) : -1;
-}
-
-static int write_str(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	int ok;
-
-	if (fd < 0)
-		return -1;
-	ok = write(fd, s, strlen(s)) == (ssize_t)strlen(s);
-	close(fd);
-	return ok ? 0 : -1;
-}
-
-static int tap_n;
-static int tap_failed;
-
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++tap_n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	tap_failed += !ok;
-}
-
 /* With the per-user limit at 4, exactly 4 devices fit: nothing leaked. */
 static int charges_are_zero(void)
 {
-	char dir[PATH_MAX], p[PATH_MAX];
+	char dir[PATH_MAX];
 	int ctl, ok = 1;
 
 	snprintf(dir, sizeof(dir), "%s/final", base);
-	mkdir(dir, 0755);
-	if (write_str(SYSCTL, "4") || mount("loop", dir, "loop", 0, NULL))
+	if (write_file(LOOPFS_SYSCTL_PATH, "4") || lfs_mount(dir, NULL))
 		return 0;
-	snprintf(p, sizeof(p), "%s/loop-control", dir);
-	ctl = open(p, O_RDWR);
+	ctl = lfs_ctl(dir);
 	for (int i = 0; i < 4; i++)
 		ok &= ioctl(ctl, LOOP_CTL_ADD, -1) == i;
 	ok &= ioctl(ctl, LOOP_CTL_ADD, -1) < 0 && errno == ENOSPC;
 	close(ctl);
 	umount(dir);
-	write_str(SYSCTL, "255");
+	write_file(LOOPFS_SYSCTL_PATH, "255");
 	return ok;
 }
 
 static int unload_and_reload(void)
 {
-	const char *ko = getenv("LOOPFS_KO");
-	int fd, r = 0;
-
-	for (int i = 0; i < 500 && read_long("/sys/module/loopfs/refcnt") > 0; i++)
+	for (int i = 0; i < 500 && loopfs_refcnt() > 0; i++)
 		usleep(10000);
-	printf("# refcnt before rmmod: %ld\n", read_long("/sys/module/loopfs/refcnt"));
-	if (system("rmmod loopfs")) {
-		printf("# rmmod loopfs failed\n");
-		r = -1;
-	}
-	if (access("/sys/module/loopfs", F_OK) == 0)
-		return -1;
-	if (!ko)
-		return -1;
-	fd = open(ko, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || syscall(SYS_finit_module, fd, "", 0)) {
-		printf("# reloading %s failed: %s\n", ko, strerror(errno));
-		r = -1;
-	}
-	if (fd >= 0)
-		close(fd);
-	return r;
+	printf("# refcnt before rmmod: %ld\n", loopfs_refcnt());
+	return reload_loopfs();
 }
 
 int main(int argc, char **argv)
@@ -576,21 +473,18 @@ int main(int argc, char **argv)
 	long total = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	printf("TAP version 13\n1..7\n");
+	tap_plan(7);
 	printf("# %d s, seed %u (STRESS_SEED=%u reproduces the schedule's choices)\n",
 	       secs, seed, seed);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE,
 		  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (sh == MAP_FAILED || !getcwd(base, sizeof(base)) ||
-	    unshare(CLONE_NEWNS) ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+	if (sh == MAP_FAILED || !getcwd(base, sizeof(base)) || private_mntns()) {
 		printf("Bail out! set-up: %s\n", strerror(errno));
 		return 1;
 	}
 	for (int i = 0; i < NSHARED; i++) {
 		snprintf(smnt[i], sizeof(smnt[i]), "%s/shared%d", base, i);
-		mkdir(smnt[i], 0755);
-		if (mount("loop", smnt[i], "loop", 0, NULL)) {
+		if (lfs_mount(smnt[i], NULL)) {
 			printf("Bail out! mount: %s\n", strerror(errno));
 			return 1;
 		}
@@ -702,12 +596,10 @@ int main(int argc, char **argv)
 	for (int i = 0; i < NSHARED; i++)
 		umount2(smnt[i], MNT_DETACH);
 	/* Orphans are destroyed from a work item: give them a moment. */
-	for (int i = 0; i < 1000 && (count_loopfs_disks() > 0 ||
-				     read_long("/sys/module/loopfs/refcnt") > 0); i++)
-		usleep(10000);
+	wait_loopfs_idle(10000);
 	tap(count_loopfs_disks() == 0, "no loopfs disk left in /sys/block (%d)",
 	    count_loopfs_disks());
 	tap(charges_are_zero(), "per-user charges back to zero: exactly 4 devices fit under a limit of 4");
 	tap(unload_and_reload() == 0, "module refcount drops to zero, rmmod loopfs succeeds, reload works");
-	return tap_failed ? 1 : 0;
+	return tap_failures ? 1 : 0;
 }

@@ -10,20 +10,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 harness=$(cd "$here/.." && pwd)
 src=$(cd "$harness/../.." && pwd)
 . "$harness/gate.sh"
+. "$harness/tap.sh"
 fake=tests/harness/selftest/suites
 
-n=0 failed=0
-tap() {
-	# tap OK|FAIL DESCRIPTION [DIAGNOSTIC FILE]
-	n=$((n + 1))
-	if [ "$1" = OK ]; then
-		echo "ok $n - $2"
-	else
-		failed=$((failed + 1))
-		echo "not ok $n - $2"
-		[ -z "${3:-}" ] || sed 's/^/# /' "$3" | tail -n 40
-	fi
-}
 expect() {
 	# expect DESCRIPTION COMMAND...: one test, passed when COMMAND succeeds
 	local what=$1
@@ -35,8 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$work/log
 
-echo "TAP version 13"
-echo "1..24"
+tap_plan 24
 
 # --- counting host-side TAP suites -------------------------------------------
 fake_tap() {
@@ -109,7 +97,7 @@ kver=$("$harness/kvers.sh" guest | grep -m1 -E '^6\.1\.')
 if [ -z "$kver" ] || { [ ! -f "$src/.build/$kver/loopfs.ko" ] &&
 	! "$harness/build-module.sh" "$kver" >"$log" 2>&1; }; then
 	echo "no 6.1 guest kernel with a loopfs.ko built for it (${kver:-none})" >"$log"
-	for ((i = n; i < 24; i++)); do tap FAIL "a 6.1 guest for the harness self-test" "$log"; done
+	for ((i = tap_n; i < 24; i++)); do tap FAIL "a 6.1 guest for the harness self-test" "$log"; done
 	exit 1
 fi
 
@@ -177,4 +165,4 @@ expect "a guest panic fails the run by name, with the console's tail and the sui
 	panic_named
 
 rm -rf "$src/.build/results/harness-selftest-"*
-[ "$failed" -eq 0 ]
+[ "$tap_failed" -eq 0 ]

@@ -1,45 +1,13 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+// SPDX-License-Identifier: GPL-2.0
 /*
- * Helpers shared by the loopfs selftests. Every test runs in a forked child
- * (kselftest harness); tests call private_mntns() first so that every mount
- * they make disappears with the child.
+ * The loopfs test library; what each helper does is said in loopfs_test.h.
  */
-#ifndef LOOPFS_UTIL_H
-#define LOOPFS_UTIL_H
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "loopfs_test.h"
 
-/* Paths are built with snprintf into PATH_MAX buffers; truncation cannot happen here. */
-#pragma GCC diagnostic ignored "-Wformat-truncation"
-
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <sched.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
-#include <linux/loop.h>
-#include <linux/fs.h>
-#include <sys/ioctl.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
-#include <sys/syscall.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-
-#define LOOPFS_SUPER_MAGIC 0x6c6f6f71
-#define STOCK_LOOP_MAJOR 7
-#define MAX_LOOP_SYSCTL "/proc/sys/user/max_loop_devices"
-
-/* Result of a syscall as 0/positive value or -errno. */
-#define R(expr) ({ long __r = (long)(expr); __r < 0 ? -(long)errno : __r; })
-
-static inline int private_mntns(void)
+int private_mntns(void)
 {
 	if (unshare(CLONE_NEWNS))
 		return -errno;
@@ -48,30 +16,29 @@ static inline int private_mntns(void)
 	return 0;
 }
 
-/* Mount a new loopfs instance on @dir (created if needed). */
-static inline int lfs_mount(const char *dir, const char *opts)
+int lfs_mount(const char *dir, const char *opts)
 {
 	if (mkdir(dir, 0755) && errno != EEXIST)
 		return -errno;
-	if (mount("loop", dir, "loop", 0, opts))
+	if (mount("loop", dir, LOOPFS_FSTYPE, 0, opts))
 		return -errno;
 	return 0;
 }
 
-static inline int lfs_ctl(const char *dir)
+int lfs_ctl(const char *dir)
 {
 	char p[PATH_MAX];
 
-	snprintf(p, sizeof(p), "%s/loop-control", dir);
+	snprintf(p, sizeof(p), "%s/" LOOPFS_CONTROL_NAME, dir);
 	return open(p, O_RDWR | O_CLOEXEC);
 }
 
-static inline void lfs_devpath(char *buf, size_t len, const char *dir, int n)
+void lfs_devpath(char *buf, size_t len, const char *dir, int n)
 {
-	snprintf(buf, len, "%s/loop%d", dir, n);
+	snprintf(buf, len, "%s/" LOOPFS_NODE_FMT, dir, n);
 }
 
-static inline int lfs_open_dev(const char *dir, int n, int flags)
+int lfs_open_dev(const char *dir, int n, int flags)
 {
 	char p[PATH_MAX];
 
@@ -79,7 +46,7 @@ static inline int lfs_open_dev(const char *dir, int n, int flags)
 	return open(p, flags | O_CLOEXEC);
 }
 
-static inline int path_exists(const char *fmt, ...)
+int path_exists(const char *fmt, ...)
 {
 	char p[PATH_MAX];
 	struct stat st;
@@ -91,9 +58,7 @@ static inline int path_exists(const char *fmt, ...)
 	return lstat(p, &st) == 0;
 }
 
-/* Fill @len bytes at @off with a pattern derived from @seed and the offset. */
-static inline void pattern_fill(unsigned char *buf, size_t len, uint64_t off,
-				unsigned int seed)
+void pattern_fill(unsigned char *buf, size_t len, uint64_t off, unsigned int seed)
 {
 	for (size_t i = 0; i < len; i++) {
 		uint64_t x = (off + i) / 8 * 0x9e3779b97f4a7c15ULL + seed;
@@ -103,8 +68,7 @@ static inline void pattern_fill(unsigned char *buf, size_t len, uint64_t off,
 	}
 }
 
-/* Create @path of @size bytes filled with the pattern for @seed. */
-static inline int make_backing(const char *path, off_t size, unsigned int seed)
+int make_backing(const char *path, off_t size, unsigned int seed)
 {
 	unsigned char buf[65536];
 	off_t off;
@@ -126,26 +90,25 @@ static inline int make_backing(const char *path, off_t size, unsigned int seed)
 	return 0;
 }
 
-static inline int write_file(const char *path, const char *s)
+int write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	ssize_t n;
+	int e = 0;
 
 	if (fd < 0)
 		return -errno;
 	n = write(fd, s, strlen(s));
-	if (n < 0) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
+	if (n < 0)
+		e = errno;
+	else if ((size_t)n != strlen(s))
+		e = EIO;
 	close(fd);
-	return 0;
+	errno = e;
+	return -e;
 }
 
-/* Read a small file into @buf, strip the trailing newline. */
-static inline int read_file(const char *path, char *buf, size_t len)
+int read_file(const char *path, char *buf, size_t len)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n;
@@ -162,17 +125,18 @@ static inline int read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-static inline long read_long(const char *path)
+long read_long(const char *path)
 {
-	char buf[64];
+	char buf[64], *end;
+	long v;
 
 	if (read_file(path, buf, sizeof(buf)))
 		return -1;
-	return strtol(buf, NULL, 0);
+	v = strtol(buf, &end, 0);
+	return end == buf ? -1 : v;
 }
 
-/* Kernel name of the disk behind the block device node @path ("loopfs3-0"). */
-static inline int disk_name_of(const char *path, char *name, size_t len)
+int disk_name_of(const char *path, char *name, size_t len)
 {
 	char link[PATH_MAX], target[PATH_MAX];
 	struct stat st;
@@ -194,9 +158,7 @@ static inline int disk_name_of(const char *path, char *name, size_t len)
 	return 0;
 }
 
-/* Read /sys/block/<disk of path>/<attr> into buf. */
-static inline int disk_attr(const char *path, const char *attr, char *buf,
-			    size_t len)
+int disk_attr(const char *path, const char *attr, char *buf, size_t len)
 {
 	char p[PATH_MAX];
 	struct stat st;
@@ -208,8 +170,7 @@ static inline int disk_attr(const char *path, const char *attr, char *buf,
 	return read_file(p, buf, len);
 }
 
-/* Wait up to @ms for @path to disappear; 0 when gone. */
-static inline int wait_gone(const char *path, int ms)
+int wait_gone(const char *path, int ms)
 {
 	struct stat st;
 
@@ -221,8 +182,7 @@ static inline int wait_gone(const char *path, int ms)
 	return lstat(path, &st) ? 0 : -EEXIST;
 }
 
-/* Number of loopfs disks currently in /sys/block (-1 on error). */
-static inline int count_loopfs_disks(void)
+int count_loopfs_disks(void)
 {
 	DIR *d = opendir("/sys/block");
 	struct dirent *de;
@@ -237,8 +197,7 @@ static inline int count_loopfs_disks(void)
 	return n;
 }
 
-/* Major number registered as "loopfs" in /proc/devices, or -1. */
-static inline int loopfs_block_major(void)
+int loopfs_block_major(void)
 {
 	FILE *f = fopen("/proc/devices", "re");
 	char line[128], name[64];
@@ -257,8 +216,7 @@ static inline int loopfs_block_major(void)
 	return ret;
 }
 
-/* Fresh unique directory under the cwd (the runner's scratch dir). */
-static inline char *scratch_dir(char *buf, size_t len, const char *prefix)
+char *scratch_dir(char *buf, size_t len, const char *prefix)
 {
 	char cwd[PATH_MAX];
 
@@ -268,16 +226,9 @@ static inline char *scratch_dir(char *buf, size_t len, const char *prefix)
 	return mkdtemp(buf);
 }
 
-/*
- * Kernel log checks. kmsg_mark() returns the sequence number the next
- * record will get; kmsg_find() then reads the whole log again and looks only
- * at the records from that mark on, so any number of checks made after the
- * same mark all see every line logged since it.
- */
-
 /* Next record's text and sequence number; 0 at the end, -errno on error. */
-static inline int kmsg_next(int fd, char *rec, size_t len, unsigned long long *seq,
-			    const char **text)
+static int kmsg_next(int fd, char *rec, size_t len, unsigned long long *seq,
+		     const char **text)
 {
 	ssize_t n;
 	char *semi, *nl;
@@ -303,8 +254,7 @@ static inline int kmsg_next(int fd, char *rec, size_t len, unsigned long long *s
 	return 1;
 }
 
-/* Sequence number of the next kernel log record, or -errno. */
-static inline long long kmsg_mark(void)
+long long kmsg_mark(void)
 {
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	unsigned long long seq, next = 0;
@@ -320,13 +270,8 @@ static inline long long kmsg_mark(void)
 	return r < 0 ? r : (long long)next;
 }
 
-/*
- * 1 if a record logged at or after @mark has the text @needle (exactly, when
- * @whole, else as a substring), 0 if none has, -errno if the log could not be
- * read. With @line, the first matching text is copied there (@len bytes).
- */
-static inline int kmsg_find_line(long long mark, const char *needle, int whole,
-				 char *line, size_t len)
+int kmsg_find_line(long long mark, const char *needle, int whole,
+		   char *line, size_t len)
 {
 	int fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	unsigned long long seq;
@@ -349,12 +294,12 @@ static inline int kmsg_find_line(long long mark, const char *needle, int whole,
 	return r < 0 ? r : found;
 }
 
-static inline int kmsg_find(long long mark, const char *needle, int whole)
+int kmsg_find(long long mark, const char *needle, int whole)
 {
 	return kmsg_find_line(mark, needle, whole, NULL, 0);
 }
 
-static inline int run_cmd(const char *fmt, ...)
+int run_cmd(const char *fmt, ...)
 {
 	char cmd[4096];
 	va_list ap;
@@ -369,7 +314,7 @@ static inline int run_cmd(const char *fmt, ...)
 	return WEXITSTATUS(st);
 }
 
-static inline uint64_t now_ms(void)
+uint64_t now_ms(void)
 {
 	struct timespec ts;
 
@@ -377,4 +322,85 @@ static inline uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-#endif /* LOOPFS_UTIL_H */
+int loopfs_loaded(void)
+{
+	return path_exists("/sys/module/loopfs");
+}
+
+long loopfs_refcnt(void)
+{
+	return read_long("/sys/module/loopfs/refcnt");
+}
+
+int load_loopfs(void)
+{
+	const char *ko = getenv("LOOPFS_KO");
+	int fd, r;
+
+	if (!ko)
+		return -ENOENT;
+	fd = open(ko, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = syscall(SYS_finit_module, fd, "", 0);
+	r = r ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+int wait_loopfs_idle(int ms)
+{
+	uint64_t start = now_ms();
+
+	for (;;) {
+		int waited = (int)(now_ms() - start);
+
+		if (count_loopfs_disks() == 0 && loopfs_refcnt() == 0)
+			return waited;
+		if (waited >= ms)
+			return -1;
+		usleep(10000);
+	}
+}
+
+int reload_loopfs(void)
+{
+	int r;
+
+	fflush(stdout);
+	if (system("rmmod loopfs") || loopfs_loaded()) {
+		printf("# rmmod loopfs failed (refcnt %ld)\n", loopfs_refcnt());
+		fflush(stdout);
+		return -1;
+	}
+	r = load_loopfs();
+	if (r) {
+		printf("# loading %s failed: %s\n", getenv("LOOPFS_KO") ?: "$LOOPFS_KO",
+		       strerror(-r));
+		fflush(stdout);
+		return -1;
+	}
+	return 0;
+}
+
+int tap_count;
+int tap_failures;
+
+void tap_plan(int tests)
+{
+	printf("TAP version 13\n1..%d\n", tests);
+	fflush(stdout);
+}
+
+void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_count);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	tap_failures += !ok;
+}
