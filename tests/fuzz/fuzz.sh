@@ -1,9 +1,10 @@
 #!/bin/bash
 # loopfs-timeout: 900
-# Chaos reads and writes race other workers' clears and read-only rebinds of
-# the same shared devices: requests then fail with EIO, as in-tree, and the
-# block layer logs them (the workers' own devices are judged strictly):
-# loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x[01]:\((READ|WRITE)\)
+# Chaos reads, writes, discards and zero-outs race other workers' clears and
+# read-only rebinds of the same shared devices: requests then fail with EIO,
+# as in-tree, and the block layer logs them (the workers' own devices are
+# judged strictly):
+# loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x[0139]:\((READ|WRITE|DISCARD|WRITE_ZEROES)\)
 # loopfs-expect-log: Buffer I/O error on dev loopfs[0-9]+-[0-9]+, logical block [0-9]+, (lost async page write|async page read)
 # ioctl and mount fuzzer for loopfs: runs the fuzzer `make tests-build` built
 # from tests/fuzz/fuzz.c for LOOPFS_FUZZ_SECONDS (default 120, or 20 with
