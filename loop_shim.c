@@ -1458,25 +1458,33 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
  * loop_info64 but for the file name, so one copy serves every direction.
  * TO_OLD is -EOVERFLOW when a value does not fit.
  */
-#define SHIM_INFO_COPY(dst, src, dst_name, src_name) do {		\
-	memset(dst, 0, sizeof(*(dst)));					\
-	(dst)->lo_number = (src)->lo_number;				\
-	(dst)->lo_device = (src)->lo_device;				\
-	(dst)->lo_inode = (src)->lo_inode;				\
-	(dst)->lo_rdevice = (src)->lo_rdevice;				\
-	(dst)->lo_offset = (src)->lo_offset;				\
-	(dst)->lo_flags = (src)->lo_flags;				\
-	memcpy((dst)->dst_name, (src)->src_name, LO_NAME_SIZE);		\
+#define SHIM_INFO_COPY(dst, src) do {					\
+	typeof(dst) d_ = (dst);						\
+	typeof(src) s_ = (src);						\
+									\
+	memset(d_, 0, sizeof(*d_));					\
+	d_->lo_number = s_->lo_number;					\
+	d_->lo_device = s_->lo_device;					\
+	d_->lo_inode = s_->lo_inode;					\
+	d_->lo_rdevice = s_->lo_rdevice;				\
+	d_->lo_offset = s_->lo_offset;					\
+	d_->lo_flags = s_->lo_flags;					\
 } while (0)
 
-#define SHIM_INFO_FROM_OLD(info, old)					\
-	SHIM_INFO_COPY(info, old, lo_file_name, lo_name)
+#define SHIM_INFO_FROM_OLD(info, old) do {				\
+	typeof(info) i_ = (info);					\
+	typeof(old) o_ = (old);						\
+									\
+	SHIM_INFO_COPY(i_, o_);						\
+	memcpy(i_->lo_file_name, o_->lo_name, LO_NAME_SIZE);		\
+} while (0)
 
 #define SHIM_INFO_TO_OLD(old, info) ({					\
 	typeof(old) o_ = (old);						\
 	typeof(info) i_ = (info);					\
 									\
-	SHIM_INFO_COPY(o_, i_, lo_name, lo_file_name);			\
+	SHIM_INFO_COPY(o_, i_);						\
+	memcpy(o_->lo_name, i_->lo_file_name, LO_NAME_SIZE);		\
 	(o_->lo_device != i_->lo_device ||				\
 	 o_->lo_rdevice != i_->lo_rdevice ||				\
 	 o_->lo_inode != i_->lo_inode ||				\
