@@ -361,10 +361,13 @@ static int loopfs_add_device(struct super_block *sb, int index)
 			      loop_dev_devt(dev->ldev),
 			      loopfs_node_ident(dev->ldev, 0), NULL);
 	if (err) {
+		/*
+		 * The disk is already visible on the host, where udev may
+		 * have it open: orphaning destroys it now or at that close.
+		 */
 		xa_erase(&inst->devices, index);
 		inst->nr_devices--;
-		if (!loop_dev_claim_for_removal(dev->ldev))
-			loop_dev_destroy(dev->ldev);
+		loop_dev_orphan(dev->ldev);
 		return err;
 	}
 	return index;
@@ -738,24 +741,26 @@ static int loopfs_init_fs_context(struct fs_context *fc)
 static void loopfs_instance_shutdown(struct loopfs_instance *inst)
 {
 	struct loopfs_device *dev;
-	unsigned long index;
-	struct xarray orphans;
+	unsigned long index = 0;
 
-	xa_init(&orphans);
 	mutex_lock(&inst->lock);
 	inst->sb = NULL;
-	xa_for_each(&inst->devices, index, dev) {
-		xa_erase(&inst->devices, index);
-		if (xa_err(xa_store(&orphans, index, dev, GFP_KERNEL)))
-			pr_err("instance %d: lost device %lu\n", inst->id,
-			       index);
-	}
-	inst->nr_devices = 0;
 	mutex_unlock(&inst->lock);
-
-	xa_for_each(&orphans, index, dev)
-		loop_dev_orphan(dev->ldev);
-	xa_destroy(&orphans);
+	/*
+	 * The superblock is dying, so nothing adds devices any more. One at
+	 * a time, so that nothing needs memory and no device can be lost.
+	 */
+	do {
+		mutex_lock(&inst->lock);
+		dev = xa_find(&inst->devices, &index, ULONG_MAX, XA_PRESENT);
+		if (dev) {
+			xa_erase(&inst->devices, index);
+			inst->nr_devices--;
+		}
+		mutex_unlock(&inst->lock);
+		if (dev)
+			loop_dev_orphan(dev->ldev);
+	} while (dev);
 }
 
 static void loopfs_kill_sb(struct super_block *sb)
