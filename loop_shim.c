@@ -548,6 +548,28 @@ static bool shim_queue_empty(struct shim_queue *sq)
  * Take the cgroups the worker serves cmd under, in the submitter's context.
  * The first bio's cgroups stand for the request's.
  */
+#ifdef CONFIG_MEMCG
+/*
+ * The memory cgroup of a request's first data page: the page cache page a
+ * flusher writes back, the user buffer of a direct I/O that kblockd
+ * dispatches after its task was scheduled out with the request plugged.
+ * NULL for pages no cgroup owns (slab memory, for instance).
+ */
+static struct cgroup_subsys_state *shim_data_memcg(struct request *rq)
+{
+	struct mem_cgroup *memcg;
+
+	if (!rq->bio || !bio_has_data(rq->bio))
+		return NULL;
+	rcu_read_lock();
+	memcg = page_memcg_check(compound_head(bio_page(rq->bio)));
+	if (memcg && !css_tryget(&memcg->css))
+		memcg = NULL;
+	rcu_read_unlock();
+	return memcg ? &memcg->css : NULL;
+}
+#endif
+
 static void shim_charge(struct shim_cmd *cmd)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
@@ -560,17 +582,20 @@ static void shim_charge(struct shim_cmd *cmd)
 	/*
 	 * A user task submitting is charged itself: its block cgroup is its
 	 * memory cgroup only where the io controller is enabled for it. A
-	 * kernel thread (writeback) submits for the bio's owner.
+	 * kernel thread (the flusher, kblockd) submits for someone else: the
+	 * owner of the data, else of the bio.
 	 */
 	if (current->mm && !(current->flags & PF_KTHREAD)) {
 		struct mem_cgroup *memcg = get_mem_cgroup_from_mm(current->mm);
 
 		if (memcg)
 			cmd->memcg_css = &memcg->css;
-	} else if (cmd->blkcg_css) {
+		return;
+	}
+	cmd->memcg_css = shim_data_memcg(rq);
+	if (!cmd->memcg_css && cmd->blkcg_css)
 		cmd->memcg_css = cgroup_get_e_css(cmd->blkcg_css->cgroup,
 						  &memory_cgrp_subsys);
-	}
 #endif
 }
 
