@@ -102,7 +102,8 @@ bind_view() {
 listing_names_only_ours() {
 	local out
 	out=$(losetup -a)
-	echo "$out"
+	echo "DIAG: \$ losetup -a"
+	sed 's/^/DIAG: /' <<<"$out"
 	expect_eq 2 "$(grep -c . <<<"$out")" "lines of losetup -a"
 	grep -q "^/dev/loop0: .*($w/a.img)$" <<<"$out" || fail "-a lacks loop0"
 	grep -q "^/dev/loop1: .*($w/b.img)$" <<<"$out" || fail "-a lacks loop1"
@@ -118,7 +119,8 @@ listing_names_only_ours() {
 lsblk_names_only_ours() {
 	local out
 	out=$(lsblk -o NAME,MAJ:MIN,SIZE,TYPE)
-	echo "$out"
+	echo "DIAG: \$ lsblk -o NAME,MAJ:MIN,SIZE,TYPE"
+	sed 's/^/DIAG: /' <<<"$out"
 	expect_eq "loop0 loop1" "$(lsblk_names)" "lsblk names"
 	expect_eq "loop0 4M loop1 2M" "$(lsblk -d -n -o NAME,SIZE | xargs)" "lsblk sizes"
 }
