@@ -77,8 +77,21 @@ host_side() {
 # them, which is what the tests below would catch if the view did not do
 # its job.
 container_without_view_leaks() {
-	local names
-	setup_private_dev_with_instance
+	local names i
+	# lib.sh's setup_private_dev_with_instance, with the few links needed
+	# (every command costs in the guest).
+	mkdir -p /run/realdev
+	mount -t devtmpfs devtmpfs /run/realdev
+	mount -t tmpfs -o mode=0755 tmpfs /dev
+	mknod -m 666 /dev/null c 1 3
+	mknod -m 666 /dev/zero c 1 5
+	mknod -m 666 /dev/urandom c 1 9
+	mkdir /dev/loopfs
+	mount -t loop loop /dev/loopfs
+	ln -s /dev/loopfs/loop-control /dev/loop-control
+	for i in 0 1 2 3; do
+		ln -s "/dev/loopfs/loop$i" "/dev/loop$i"
+	done
 	expect_eq /dev/loop0 "$(losetup --show -f "$w/a.img")" "losetup --show -f"
 	echo "DIAG: losetup -a without the view: $(losetup -a | xargs)"
 	names=$(lsblk_names)
@@ -193,7 +206,7 @@ view_cannot_be_written() {
 		if $t 2>"$w/err"; then
 			fail "$t succeeded"
 		fi
-		grep -q "Operation not permitted" "$w/err" || fail "$t: $(cat "$w/err")"
+		[[ $(<"$w/err") == *"Operation not permitted"* ]] || fail "$t: $(<"$w/err")"
 	done
 	expect_eq "loop0" "$(sysblock)" "/sys/block"
 }
@@ -244,7 +257,7 @@ INNER
 unprivileged_view() {
 	local out
 	mkdir "$w/u" && chown "$uid:$uid" "$w/u"
-	head -c 1M /dev/urandom >"$w/u/img"
+	truncate -s 1M "$w/u/img"
 	chown "$uid:$uid" "$w/u/img"
 	out=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
 		unshare -Urm bash "$w/inner.sh" "$w" 2>&1)
