@@ -8,8 +8,13 @@
  * namespaces, and go away with the instance. The block devices themselves
  * are served by loop_shim.c.
  *
- * Lock order: root directory inode lock -> instance->lock ->
- * (loop_shim's locks) ; loopfs_limits_lock is innermost.
+ * Every instance also has a directory "block" mirroring /sys/block for its
+ * own devices under their instance names, for a container to bind over
+ * /sys/block.
+ *
+ * Lock order: root directory inode lock -> instance->lock -> view
+ * directory inode lock (a child of the root's) -> (loop_shim's locks) ;
+ * loopfs_limits_lock is innermost.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
@@ -130,22 +135,72 @@ static int loopfs_blk_fops_init(void)
 	return 0;
 }
 
+/* An inode of the instance, owned by the instance's root. */
+static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct inode *inode = new_inode(sb);
+
+	if (!inode)
+		return NULL;
+	inode->i_ino = get_next_ino();
+	inode->i_mode = mode;
+	inode->i_uid = inst->root_uid;
+	inode->i_gid = inst->root_gid;
+	compat_inode_init_ts(inode);
+	return inode;
+}
+
+/*
+ * Give @inode the name @name in @dir, whose inode lock the caller holds.
+ * Returns the new entry, or an ERR_PTR() after dropping the inode.
+ */
+static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
+				       struct inode *inode)
+{
+	struct dentry *dentry;
+
+	lockdep_assert_held(&d_inode(dir)->i_rwsem);
+	dentry = lookup_one_len(name, dir, strlen(name));
+	if (IS_ERR(dentry)) {
+		iput(inode);
+		return dentry;
+	}
+	if (d_really_is_positive(dentry)) {
+		dput(dentry);
+		iput(inode);
+		return ERR_PTR(-EEXIST);
+	}
+	/* The lookup's reference pins the entry until it is unlinked. */
+	d_instantiate(dentry, inode);
+	return dentry;
+}
+
+static void loopfs_remove_entry(struct dentry *dir, const char *name)
+{
+	struct dentry *dentry;
+
+	lockdep_assert_held(&d_inode(dir)->i_rwsem);
+	dentry = lookup_one_len(name, dir, strlen(name));
+	if (IS_ERR(dentry))
+		return;
+	if (d_really_is_positive(dentry)) {
+		simple_unlink(d_inode(dir), dentry);
+		d_delete(dentry);
+	}
+	dput(dentry);
+}
+
 /* @ident: what a block node names (loopfs_node_ident()). */
 static int loopfs_add_node(struct super_block *sb, const char *name,
 			   umode_t mode, dev_t devt, unsigned long ident,
 			   const struct file_operations *fops)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
-	struct dentry *dentry;
 	struct inode *inode;
 
-	lockdep_assert_held(&d_inode(sb->s_root)->i_rwsem);
-	inode = new_inode(sb);
+	inode = loopfs_new_inode(sb, mode);
 	if (!inode)
 		return -ENOMEM;
-	inode->i_ino = get_next_ino();
-	inode->i_uid = inst->root_uid;
-	inode->i_gid = inst->root_gid;
 	init_special_inode(inode, mode, devt);
 	if (S_ISBLK(mode)) {
 		inode->i_fop = &loopfs_blk_fops;
@@ -153,37 +208,12 @@ static int loopfs_add_node(struct super_block *sb, const char *name,
 	}
 	if (fops)
 		inode->i_fop = fops;
-	compat_inode_init_ts(inode);
-
-	dentry = lookup_one_len(name, sb->s_root, strlen(name));
-	if (IS_ERR(dentry)) {
-		iput(inode);
-		return PTR_ERR(dentry);
-	}
-	if (d_really_is_positive(dentry)) {
-		dput(dentry);
-		iput(inode);
-		return -EEXIST;
-	}
-	/* The lookup's reference pins the node until it is unlinked. */
-	d_instantiate(dentry, inode);
-	return 0;
+	return PTR_ERR_OR_ZERO(loopfs_add_entry(sb->s_root, name, inode));
 }
 
 static void loopfs_remove_node(struct super_block *sb, const char *name)
 {
-	struct dentry *root = sb->s_root;
-	struct dentry *dentry;
-
-	lockdep_assert_held(&d_inode(root)->i_rwsem);
-	dentry = lookup_one_len(name, root, strlen(name));
-	if (IS_ERR(dentry))
-		return;
-	if (d_really_is_positive(dentry)) {
-		simple_unlink(d_inode(root), dentry);
-		d_delete(dentry);
-	}
-	dput(dentry);
+	loopfs_remove_entry(sb->s_root, name);
 }
 
 static bool loopfs_node_is(struct super_block *sb, const char *name,
@@ -301,7 +331,79 @@ static const struct loop_dev_ops loopfs_device_ops = {
 	.check_backing		= loopfs_check_backing,
 };
 
+/* ---- the /sys/block view ---- */
+
+/*
+ * The view holds one symlink per device, loop<N> -> the disk's sysfs
+ * directory, made and removed with the device under instance->lock. Its
+ * inode lock is taken last, and as I_MUTEX_CHILD: the root directory's
+ * inode lock, of the same lockdep class, is held too.
+ */
+static void loopfs_lock_view(struct loopfs_instance *inst)
+{
+	lockdep_assert_held(&inst->lock);
+	inode_lock_nested(d_inode(inst->view), I_MUTEX_CHILD);
+}
+
+static void loopfs_unlock_view(struct loopfs_instance *inst)
+{
+	inode_unlock(d_inode(inst->view));
+}
+
+static int loopfs_add_view_link(struct loopfs_instance *inst, int index)
+{
+	struct inode *inode;
+	char name[32];
+	int err;
+
+	inode = loopfs_new_inode(inst->sb, S_IFLNK | 0777);
+	if (!inode)
+		return -ENOMEM;
+	/* Freed with the inode, after RCU path walks are done with it. */
+	inode->i_link = kasprintf(GFP_KERNEL, LOOPFS_VIEW_TARGET_FMT,
+				  inst->id, index);
+	if (!inode->i_link) {
+		iput(inode);
+		return -ENOMEM;
+	}
+	inode->i_op = &simple_symlink_inode_operations;
+
+	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
+	loopfs_lock_view(inst);
+	err = PTR_ERR_OR_ZERO(loopfs_add_entry(inst->view, name, inode));
+	loopfs_unlock_view(inst);
+	return err;
+}
+
+static void loopfs_remove_view_link(struct loopfs_instance *inst, int index)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
+	loopfs_lock_view(inst);
+	loopfs_remove_entry(inst->view, name);
+	loopfs_unlock_view(inst);
+}
+
 /* ---- devices ---- */
+
+/* The node loop<N> and the view's loop<N>: both, or neither. */
+static int loopfs_add_names(struct super_block *sb, struct loopfs_device *dev)
+{
+	char name[32];
+	int err;
+
+	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, dev->index);
+	err = loopfs_add_node(sb, name, S_IFBLK | 0600,
+			      loop_dev_devt(dev->ldev),
+			      loopfs_node_ident(dev->ldev, 0), NULL);
+	if (err)
+		return err;
+	err = loopfs_add_view_link(dev->instance, dev->index);
+	if (err)
+		loopfs_remove_node(sb, name);
+	return err;
+}
 
 /* Create device @index (-1: the lowest free one). Returns the index. */
 static int loopfs_add_device(struct super_block *sb, int index)
@@ -356,10 +458,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	kref_get(&inst->ref);
 	inst->nr_devices++;
 
-	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
-	err = loopfs_add_node(sb, name, S_IFBLK | 0600,
-			      loop_dev_devt(dev->ldev),
-			      loopfs_node_ident(dev->ldev, 0), NULL);
+	err = loopfs_add_names(sb, dev);
 	if (err) {
 		/*
 		 * The disk is already visible on the host, where udev may
@@ -411,6 +510,7 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 		snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
 		loopfs_remove_node(sb, name);
 	}
+	loopfs_remove_view_link(inst, index);
 	/* Under the lock, so the index cannot be reused before the name. */
 	loop_dev_destroy(dev->ldev);
 	return 0;
@@ -492,7 +592,8 @@ static int loopfs_parse_index(const struct dentry *dentry)
 /*
  * loop-control and partition nodes cannot be unlinked; loop<N> can when
  * unbound and unopened, and takes its device with it. Renames are refused
- * (no ->rename), so a node's name always tells its index.
+ * (no ->rename), so a node's name always tells its index. The view
+ * directory cannot go either (no ->rmdir: EPERM).
  */
 static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 {
@@ -544,6 +645,15 @@ static const struct inode_operations loopfs_dir_iops = {
 	.unlink	= loopfs_unlink,
 };
 
+/*
+ * The view changes only with the devices: no ->unlink, ->mkdir, ->symlink,
+ * ->rename (EPERM from the VFS) and a ->create that refuses alike.
+ */
+static const struct inode_operations loopfs_view_iops = {
+	.lookup	= simple_lookup,
+	.create	= loopfs_create,
+};
+
 /* ---- superblock ---- */
 
 static int loopfs_show_options(struct seq_file *seq, struct dentry *root)
@@ -555,7 +665,16 @@ static int loopfs_show_options(struct seq_file *seq, struct dentry *root)
 	return 0;
 }
 
+/* The view's symlinks own their targets. */
+static void loopfs_free_inode(struct inode *inode)
+{
+	if (S_ISLNK(inode->i_mode))
+		kfree(inode->i_link);
+	free_inode_nonrcu(inode);
+}
+
 static const struct super_operations loopfs_super_ops = {
+	.free_inode	= loopfs_free_inode,
 	.statfs		= simple_statfs,
 	.drop_inode	= generic_delete_inode,
 	.show_options	= loopfs_show_options,
@@ -620,6 +739,27 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	return inst;
 }
 
+/* The empty view directory, read-only for everybody. */
+static int loopfs_add_view(struct super_block *sb)
+{
+	struct loopfs_instance *inst = sb->s_fs_info;
+	struct dentry *view;
+	struct inode *inode;
+
+	inode = loopfs_new_inode(sb, S_IFDIR | 0555);
+	if (!inode)
+		return -ENOMEM;
+	inode->i_op = &loopfs_view_iops;
+	inode->i_fop = &simple_dir_operations;
+	set_nlink(inode, 2);
+	view = loopfs_add_entry(sb->s_root, LOOPFS_VIEW_NAME, inode);
+	if (IS_ERR(view))
+		return PTR_ERR(view);
+	inc_nlink(d_inode(sb->s_root));
+	inst->view = view;
+	return 0;
+}
+
 static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 {
 	struct loopfs_fs_context *ctx = fc->fs_private;
@@ -663,6 +803,8 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	inode_lock(root);
 	err = loopfs_add_node(sb, LOOPFS_CONTROL_NAME, S_IFCHR | 0600,
 			      loopfs_ctl_devt, 0, &loopfs_ctl_fops);
+	if (!err)
+		err = loopfs_add_view(sb);
 	inode_unlock(root);
 	return err;
 }

@@ -18,6 +18,7 @@
 /* Indices per instance, as many as the in-tree driver has minors for. */
 #define LOOPFS_MAX_INDEX	(MINORMASK + 1)
 
+struct dentry;
 struct loop_dev;
 struct super_block;
 struct user_namespace;
@@ -35,7 +36,8 @@ struct loopfs_instance {
 
 	/*
 	 * Protects devices, nr_devices, max and sb. Taken after the root
-	 * directory's inode lock and before any device's locks.
+	 * directory's inode lock, before the view directory's inode lock
+	 * and before any device's locks.
 	 */
 	struct mutex lock;
 	struct xarray devices;		/* index -> struct loopfs_device */
@@ -43,6 +45,7 @@ struct loopfs_instance {
 	unsigned int max;		/* mount option max= */
 	unsigned int mount_max;		/* highest max= the owner may set */
 	struct super_block *sb;		/* NULL once the superblock dies */
+	struct dentry *view;		/* the /sys/block view directory */
 
 	struct work_struct sync_work;	/* deferred partition node sync */
 };

@@ -25,6 +25,14 @@
 #define LOOPFS_DISK_FMT		"loopfs%d-%d"
 
 /*
+ * The instance's view of /sys/block, a directory in its root: LOOPFS_NODE_FMT
+ * names, each a symlink to LOOPFS_VIEW_TARGET_FMT (relative, as sysfs's own
+ * entries are, so it resolves once the directory is bound over /sys/block).
+ */
+#define LOOPFS_VIEW_NAME	"block"
+#define LOOPFS_VIEW_TARGET_FMT	"../devices/virtual/block/" LOOPFS_DISK_FMT
+
+/*
  * Devices each user may create, counted across all of its instances and
  * those of the user namespaces it owns; each user namespace reads and
  * sets its own value.

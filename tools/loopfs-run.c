@@ -227,7 +227,23 @@ static void bind_host_nodes(const int *fds)
 	}
 }
 
-/* A private /dev: tmpfs, host nodes, a fresh loopfs instance, symlinks. */
+/*
+ * The instance's view over /sys/block, so that losetup -a/-j/-D, lsblk and
+ * mount's reuse of a bound image find the container's devices by the
+ * names its /dev gives them, and nothing else.
+ */
+static void bind_sysblock_view(void)
+{
+	if (mount("/dev/loopfs/" LOOPFS_VIEW_NAME, "/sys/block", NULL,
+		  MS_BIND, NULL))
+		die("setup: bind /dev/loopfs/" LOOPFS_VIEW_NAME
+		    " over /sys/block: %m");
+}
+
+/*
+ * A private /dev: tmpfs, host nodes, a fresh loopfs instance, symlinks;
+ * and the instance's /sys/block.
+ */
 static int setup_dev(void)
 {
 	static const char *const links[][2] = {
@@ -286,6 +302,7 @@ static int setup_dev(void)
 			die("setup: symlink %s: %m", target);
 	}
 	close(ctl);
+	bind_sysblock_view();
 	return inst;
 }
 

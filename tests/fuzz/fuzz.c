@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 #endif
 #include <signal.h>
+#include <stdbool.h>
 #include <linux/mount.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -1064,14 +1065,42 @@ static void op_dev(enum op op)
 }
 
 /*
+ * A name in an instance root for op_names(): loop-control, the /sys/block
+ * view, an entry of the view or a device node. Returns true for the view
+ * and its entries, which no call may change.
+ */
+static bool pick_name(char *p, size_t len)
+{
+	int pct = rnd(100);
+
+	if (pct < 15) {
+		snprintf(p, len, LOOPFS_CONTROL_NAME);
+		return false;
+	}
+	if (pct < 20) {
+		snprintf(p, len, LOOPFS_VIEW_NAME);
+		return true;
+	}
+	if (pct < 35) {
+		snprintf(p, len, LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT,
+			 rnd(MAXIDX));
+		return true;
+	}
+	snprintf(p, len, LOOPFS_NODE_FMT, rnd(MAXIDX));
+	return false;
+}
+
+/*
  * unlink / rename / create, through a directory fd checked to be a loopfs
- * root (the mount point may be empty at the moment).
+ * root (the mount point may be empty at the moment). The view directory is
+ * removed with AT_REMOVEDIR, the way rm -r would try.
  */
 static void op_names(enum op op)
 {
 	int i = rnd(NINST), dfd, r;
 	char p[64], q[64];
 	struct statfs st;
+	bool view;
 
 	dfd = open(mnt[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
@@ -1080,14 +1109,12 @@ static void op_names(enum op op)
 		close(dfd);
 		return;
 	}
-	if (chance(15))
-		snprintf(p, sizeof(p), LOOPFS_CONTROL_NAME);
-	else
-		snprintf(p, sizeof(p), LOOPFS_NODE_FMT, rnd(MAXIDX));
+	view = pick_name(p, sizeof(p));
 	switch (op) {
 	case OP_unlink:
 		set_cur("unlink %s/%s", mnt[i], p);
-		r = unlinkat(dfd, p, 0);
+		r = unlinkat(dfd, p, strcmp(p, LOOPFS_VIEW_NAME) ? 0 :
+			     AT_REMOVEDIR);
 		break;
 	case OP_rename:
 		snprintf(q, sizeof(q), LOOPFS_NODE_FMT, rnd(MAXIDX));
@@ -1095,7 +1122,9 @@ static void op_names(enum op op)
 		r = renameat(dfd, p, dfd, q);
 		break;
 	default:
-		snprintf(p, sizeof(p), "%s", chance(50) ? "file" : "loop99");
+		snprintf(p, sizeof(p), "%s%s", chance(25) ?
+			 LOOPFS_VIEW_NAME "/" : "",
+			 chance(50) ? "file" : "loop99");
 		set_cur("creat %s/%s", mnt[i], p);
 		r = openat(dfd, p, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
 		if (r >= 0) {
@@ -1107,6 +1136,8 @@ static void op_names(enum op op)
 			return;
 		}
 	}
+	if (r == 0 && view)
+		wrong_outcome(op, "changed the /sys/block view");
 	result(op, r, errno, 0);
 	close(dfd);
 }

@@ -3,7 +3,9 @@
 # container's view of loopfs, commands echoed.  A
 # container-like mount namespace with its own /dev gets a private loopfs
 # instance, points /dev/loop-control at it and uses plain util-linux tools;
-# the stock loop devices of the "host" stay untouched.
+# with the instance's view bound over /sys/block, losetup -a and lsblk list
+# the container's device only. The stock loop devices of the "host" stay
+# untouched.
 set -uo pipefail
 
 export PS4='$ '
@@ -28,8 +30,13 @@ scenario() {
 	findmnt /mnt/disk
 	losetup /dev/loop0
 	ls /sys/block
+	mount --bind /dev/loopfs/block /sys/block
+	ls -l /sys/block
+	losetup -a
+	lsblk
 	cat /mnt/disk/hello
 	umount /mnt/disk
+	umount /sys/block
 	umount /dev/loopfs
 	ls /dev/loopfs
 }

@@ -2,7 +2,8 @@
 /*
  * loopfs instances: every mount is an independent instance with its own
  * loop-control and device numbering, bind mounts share one, the root
- * directory holds only loop-control and loop<N> and refuses anything else.
+ * directory holds only loop-control, loop<N> and the /sys/block view, and
+ * refuses anything else; the view follows the devices and cannot be written.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -124,7 +125,24 @@ TEST_F(inst, bind_mount_shares_the_instance)
 	close(cc);
 }
 
-TEST_F(inst, root_dir_holds_only_loop_control_with_right_modes_and_owner)
+/* Entries in @dir, "." and ".." left out; -1 if it cannot be read. */
+static int count_entries(const char *dir)
+{
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		return -1;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+TEST_F(inst, root_dir_holds_only_loop_control_and_the_view_with_right_modes_and_owner)
 {
 	struct stat st;
 	struct dirent *de;
@@ -145,16 +163,26 @@ TEST_F(inst, root_dir_holds_only_loop_control_with_right_modes_and_owner)
 	ASSERT_EQ(0, st.st_uid);
 	ASSERT_EQ(0, st.st_gid);
 
+	snprintf(p, sizeof(p), "%s/" LOOPFS_VIEW_NAME, self->a);
+	ASSERT_EQ(0, lstat(p, &st));
+	ASSERT_TRUE(S_ISDIR(st.st_mode));
+	ASSERT_EQ(0555, st.st_mode & 07777);
+	ASSERT_EQ(0, st.st_uid);
+	ASSERT_EQ(0, st.st_gid);
+
 	d = opendir(self->a);
 	ASSERT_NE(NULL, d);
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		EXPECT_STREQ(LOOPFS_CONTROL_NAME, de->d_name);
+		if (strcmp(de->d_name, LOOPFS_VIEW_NAME))
+			EXPECT_STREQ(LOOPFS_CONTROL_NAME, de->d_name);
 		n++;
 	}
 	closedir(d);
-	ASSERT_EQ(1, n);
+	ASSERT_EQ(2, n);
+	/* The view starts empty. */
+	ASSERT_EQ(0, count_entries(p));
 }
 
 TEST_F(inst, device_nodes_are_block_0600_root_on_our_major)
@@ -202,11 +230,90 @@ TEST_F(inst, readdir_lists_devices_in_the_instance)
 			seen |= 2;
 		else if (!strcmp(de->d_name, LOOPFS_CONTROL_NAME))
 			seen |= 4;
+		else if (!strcmp(de->d_name, LOOPFS_VIEW_NAME))
+			seen |= 16;
 		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			seen |= 8;
 	}
 	closedir(d);
-	ASSERT_EQ(7, seen);
+	ASSERT_EQ(1 | 2 | 4 | 16, seen);
+}
+
+/* The view's loop<N> of @dir names the sysfs directory of its node. */
+static int view_link_matches(const char *dir, int index)
+{
+	char p[PATH_MAX], target[PATH_MAX], want[PATH_MAX], disk[64];
+	ssize_t n;
+
+	lfs_devpath(p, sizeof(p), dir, index);
+	if (disk_name_of(p, disk, sizeof(disk)))
+		return 0;
+	/* Exactly what sysfs's own /sys/block entry says. */
+	snprintf(p, sizeof(p), "/sys/block/%s", disk);
+	n = readlink(p, want, sizeof(want) - 1);
+	if (n < 0)
+		return 0;
+	want[n] = 0;
+	snprintf(p, sizeof(p), "%s/" LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT,
+		 dir, index);
+	n = readlink(p, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0;
+	target[n] = 0;
+	return !strcmp(want, target);
+}
+
+TEST_F(inst, view_links_each_device_to_its_sysfs_dir_and_follows_add_remove)
+{
+	char v[PATH_MAX], p[PATH_MAX];
+	struct stat st;
+
+	snprintf(v, sizeof(v), "%s/" LOOPFS_VIEW_NAME, self->a);
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	ASSERT_EQ(7, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 7)));
+	ASSERT_EQ(3, R(ioctl(self->ctl_b, LOOP_CTL_ADD, 3)));
+	ASSERT_EQ(2, count_entries(v));
+	ASSERT_TRUE(view_link_matches(self->a, 0));
+	ASSERT_TRUE(view_link_matches(self->a, 7));
+	snprintf(p, sizeof(p), "%s/loop7", v);
+	ASSERT_EQ(0, lstat(p, &st));
+	ASSERT_TRUE(S_ISLNK(st.st_mode));
+	ASSERT_EQ(0, st.st_uid);
+	/* The other instance's device is in its own view only. */
+	ASSERT_FALSE(path_exists("%s/loop3", v));
+	ASSERT_TRUE(view_link_matches(self->b, 3));
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_REMOVE, 7)));
+	ASSERT_EQ(1, count_entries(v));
+	lfs_devpath(p, sizeof(p), self->a, 0);
+	ASSERT_EQ(0, unlink(p));
+	ASSERT_EQ(0, count_entries(v));
+}
+
+TEST_F(inst, view_cannot_be_written_or_removed)
+{
+	char v[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+	int fd;
+
+	snprintf(v, sizeof(v), "%s/" LOOPFS_VIEW_NAME, self->a);
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	snprintf(p, sizeof(p), "%s/new", v);
+	fd = open(p, O_CREAT | O_RDWR, 0600);
+	EXPECT_EQ(-1, fd);
+	EXPECT_EQ(EPERM, errno);
+	EXPECT_EQ(-EPERM, R(mkdir(p, 0755)));
+	EXPECT_EQ(-EPERM, R(symlink("../devices/virtual/block/loop0", p)));
+	EXPECT_EQ(-EPERM, R(mknod(p, S_IFIFO | 0600, 0)));
+	snprintf(q, sizeof(q), "%s/loop0", v);
+	EXPECT_EQ(-EPERM, R(unlink(q)));
+	EXPECT_EQ(-EPERM, R(rename(q, p)));
+	EXPECT_EQ(-EPERM, R(link(q, p)));
+	EXPECT_EQ(-EPERM, R(rmdir(v)));
+	EXPECT_EQ(-EISDIR, R(unlink(v)));
+	snprintf(q, sizeof(q), "%s/view", self->a);
+	EXPECT_EQ(-EPERM, R(rename(v, q)));
+	ASSERT_FALSE(path_exists("%s", p));
+	ASSERT_EQ(1, count_entries(v));
+	ASSERT_TRUE(view_link_matches(self->a, 0));
 }
 
 TEST_F(inst, creating_files_dirs_symlinks_nodes_in_root_fails_eperm)

@@ -24,25 +24,25 @@ fcntl.ioctl(fd, 0x4C80, 0)' "$lf/loop-control"
 }
 
 scan_makes_partition_nodes() {
-	expect_eq "loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after losetup -P"
+	expect_eq "block loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after losetup -P"
 	[ -b "$lf/loop0p2" ] || fail "loop0p2 is not a block node"
 	expect_eq 600 "$(stat -c %a "$lf/loop0p2")" "partition node mode"
 }
 
 blkpg_delete_drops_the_node_on_listing() {
 	partx -d --nr 2 "$lf/loop0"
-	expect_eq "loop-control loop0 loop0p1 loop0p3 " "$(nodes)" "nodes after partx -d 2"
+	expect_eq "block loop-control loop0 loop0p1 loop0p3 " "$(nodes)" "nodes after partx -d 2"
 }
 
 blkpg_add_brings_the_node_back_on_listing() {
 	partx -a --nr 2 "$lf/loop0"
-	expect_eq "loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after partx -a 2"
+	expect_eq "block loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after partx -a 2"
 	dd if="$lf/loop0p2" of=/dev/null bs=4k count=1 status=none
 }
 
 clearing_the_device_removes_partition_nodes() {
 	losetup -d "$lf/loop0"
-	expect_eq "loop-control loop0 " "$(nodes)" "nodes after losetup -d"
+	expect_eq "block loop-control loop0 " "$(nodes)" "nodes after losetup -d"
 	umount "$lf"
 }
 

@@ -100,6 +100,31 @@ test_dev_layout() {
 		grep -q " /dev/loopfs .*max=3" /proc/self/mountinfo'
 }
 
+# /sys/block in the container is its instance's view: loop0..N-1 and
+# nothing of the host's (the stock device bound above, the guest's disk,
+# the host instance's device); losetup and lsblk list the container's own.
+test_sysblock_view() {
+	local out
+	# shellcheck disable=SC2016 # expanded by the container's shell
+	out=$(run --devices 3 -- sh -c '
+		set -e
+		echo "sys $(ls /sys/block | xargs)"
+		img=$(mktemp)
+		head -c 1048576 /dev/zero >"$img"
+		echo "dev $(losetup --show -f "$img")"
+		echo "a $(losetup -a | cut -d: -f1 | xargs)"
+		echo "lsblk $(lsblk -a -l -n -o NAME | xargs)"
+		losetup -D
+		echo "after-D $(losetup -a | wc -l)"
+		rm -f "$img"' 2>&1)
+	echo "$out"
+	grep -qx "sys loop0 loop1 loop2" <<<"$out" || fail "/sys/block in the container"
+	grep -qx "dev /dev/loop0" <<<"$out" || fail "losetup --show -f"
+	grep -qx "a /dev/loop0" <<<"$out" || fail "losetup -a"
+	grep -qx "lsblk loop0 loop1 loop2" <<<"$out" || fail "lsblk"
+	grep -qx "after-D 0" <<<"$out" || fail "losetup -D"
+}
+
 # in_container WANT SETUP CMD: the output of CMD (run after SETUP) is WANT;
 # the supervisor's stderr is left in $S/err
 in_container() {
@@ -312,11 +337,12 @@ ok
 hello from loopfs" "$out" "i386 mount(2) of the host disk, then of the instance device"
 }
 
-tap_plan 19
+tap_plan 20
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
 run_test "mounting a device of another loopfs instance is refused with EPERM" test_other_instance_refused
+run_test "the container's /sys/block is its instance's view: losetup -a/-D and lsblk see only its devices" test_sysblock_view
 run_test "a filesystem type outside --allow-fs is refused with EPERM" test_fs_type_refused
 run_test "an option naming another device (journal_dev) is refused with EPERM" test_bad_options_refused
 run_test "a caller without CAP_SYS_ADMIN in its namespace is refused with EPERM" test_no_cap_refused
