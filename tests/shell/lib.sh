@@ -89,10 +89,10 @@ wait_gone() {
 
 # Replace /dev (in this private mount namespace) by a tmpfs holding null,
 # zero, urandom, a loopfs instance on /dev/loopfs and a container's symlinks:
-# /dev/loop-control and /dev/loop0..15 point into the instance. The host
-# devtmpfs stays reachable at /run/realdev.
+# /dev/loop-control and /dev/loop0..N-1 (N: $1, default 16) point into the
+# instance. The host devtmpfs stays reachable at /run/realdev.
 setup_private_dev_with_instance() {
-	local i
+	local i links=${1:-16}
 	mkdir -p /run/realdev
 	mount -t devtmpfs devtmpfs /run/realdev
 	mount -t tmpfs -o mode=0755 tmpfs /dev
@@ -102,9 +102,29 @@ setup_private_dev_with_instance() {
 	mkdir /dev/loopfs
 	mount -t loop loop /dev/loopfs
 	ln -s /dev/loopfs/loop-control /dev/loop-control
-	for i in $(seq 0 15); do
+	for ((i = 0; i < links; i++)); do
 		ln -s "/dev/loopfs/loop$i" "/dev/loop$i"
 	done
+}
+
+# The same as root of an unprivileged user namespace, which can neither
+# mount devtmpfs nor mknod: the host's /dev, kept at $u/realdev (/dev has
+# locked submounts there, so recursively), lends null, zero and urandom;
+# /dev/loop0..3 point into the instance. Suites copy it into the script
+# they run in the namespace with `declare -f`.
+userns_private_dev() {
+	local n i
+	mkdir -p "$u/realdev"
+	mount --rbind /dev "$u/realdev"
+	mount -t tmpfs tmpfs /dev
+	for n in null zero urandom; do
+		touch "/dev/$n"
+		mount --bind "$u/realdev/$n" "/dev/$n"
+	done
+	mkdir /dev/loopfs
+	mount -t loop loop /dev/loopfs
+	ln -s /dev/loopfs/loop-control /dev/loop-control
+	for i in 0 1 2 3; do ln -s "/dev/loopfs/loop$i" "/dev/loop$i"; done
 }
 
 # No loop I/O errors or "operation not supported" since kernel log line $1.

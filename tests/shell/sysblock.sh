@@ -77,21 +77,9 @@ host_side() {
 # them, which is what the tests below would catch if the view did not do
 # its job.
 container_without_view_leaks() {
-	local names i
-	# lib.sh's setup_private_dev_with_instance, with the few links needed
-	# (every command costs in the guest).
-	mkdir -p /run/realdev
-	mount -t devtmpfs devtmpfs /run/realdev
-	mount -t tmpfs -o mode=0755 tmpfs /dev
-	mknod -m 666 /dev/null c 1 3
-	mknod -m 666 /dev/zero c 1 5
-	mknod -m 666 /dev/urandom c 1 9
-	mkdir /dev/loopfs
-	mount -t loop loop /dev/loopfs
-	ln -s /dev/loopfs/loop-control /dev/loop-control
-	for i in 0 1 2 3; do
-		ln -s "/dev/loopfs/loop$i" "/dev/loop$i"
-	done
+	local names
+	# Only the links the suite uses: every command costs in the guest.
+	setup_private_dev_with_instance 4
 	expect_eq /dev/loop0 "$(losetup --show -f "$w/a.img")" "losetup --show -f"
 	echo "DIAG: losetup -a without the view: $(losetup -a | xargs)"
 	names=$(lsblk_names)
@@ -230,20 +218,12 @@ teardown_takes_everything() {
 }
 
 # Runs as root of an unprivileged user namespace; prints "ok" last.
-cat >"$w/inner.sh" <<'INNER'
+{
+declare -f userns_private_dev
+cat <<'INNER'
 set -euo pipefail
 w=$1 u=$1/u
-mkdir -p "$u/realdev"
-mount --rbind /dev "$u/realdev"
-mount -t tmpfs tmpfs /dev
-for n in null zero urandom; do
-	touch "/dev/$n"
-	mount --bind "$u/realdev/$n" "/dev/$n"
-done
-mkdir /dev/loopfs
-mount -t loop loop /dev/loopfs
-ln -s /dev/loopfs/loop-control /dev/loop-control
-for i in 0 1 2 3; do ln -s "/dev/loopfs/loop$i" "/dev/loop$i"; done
+userns_private_dev
 echo "view $(stat -c '%u %g %a' /dev/loopfs/block)"
 mount --bind /dev/loopfs/block /sys/block
 echo "dev $(losetup --show -f "$u/img")"
@@ -253,6 +233,7 @@ losetup -D
 echo "after-D $(losetup -a | wc -l)"
 echo ok
 INNER
+} >"$w/inner.sh"
 
 unprivileged_view() {
 	local out

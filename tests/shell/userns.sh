@@ -14,9 +14,12 @@ mkdir "$w/u" && chown "$uid:$uid" "$w/u"
 res=$w/u/results
 
 # Runs as root of the user namespace; records "step ok" or "step FAIL why".
-cat >"$w/inner.sh" <<'INNER'
+{
+declare -f userns_private_dev
+cat <<'INNER'
 set -uo pipefail
 export w=$1 u=$1/u res=$1/u/results
+export -f userns_private_dev
 # Each step runs in its own `bash -e`, so that the first failing command
 # fails the step (errexit is ignored inside an `if` condition).
 step() {
@@ -30,18 +33,7 @@ step() {
 	fi
 }
 private_dev() {
-	mkdir -p "$u/realdev"
-	# recursive: /dev has locked submounts (pts, shm) in a user namespace
-	mount --rbind /dev "$u/realdev"
-	mount -t tmpfs tmpfs /dev
-	for n in null zero urandom; do
-		touch "/dev/$n"
-		mount --bind "$u/realdev/$n" "/dev/$n"
-	done
-	mkdir /dev/loopfs
-	mount -t loop loop /dev/loopfs
-	ln -s /dev/loopfs/loop-control /dev/loop-control
-	for i in 0 1 2 3; do ln -s "/dev/loopfs/loop$i" "/dev/loop$i"; done
+	userns_private_dev
 	[ "$(stat -c %u:%g:%a /dev/loopfs/loop-control)" = 0:0:600 ]
 }
 losetup_f() {
@@ -96,6 +88,7 @@ step offset_device offset_device
 step detach detach
 step host_instance_denied host_instance_denied
 INNER
+} >"$w/inner.sh"
 
 prepare() {
 	head -c 4M /dev/urandom >"$w/u/img"
