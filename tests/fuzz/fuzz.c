@@ -91,7 +91,8 @@
 	X(write,	EINVAL, EIO, EBADF, ENXIO, EPERM, ENOSPC) \
 	X(write_mbr,	EINVAL, EIO, EBADF, ENXIO, EPERM, ENOSPC) \
 	X(unlink,	ENOENT, EBUSY, EPERM) \
-	X(rename,	ENOENT, EPERM, EBUSY) \
+	/* ENOTDIR: the view directory onto an existing node (the VFS says so). */ \
+	X(rename,	ENOENT, EPERM, EBUSY, ENOTDIR) \
 	X(create,	EPERM, ENOENT, EEXIST) \
 	X(sysctl,	EINVAL) \
 	X(own_bind,	0) \
