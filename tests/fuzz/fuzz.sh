@@ -2,8 +2,10 @@
 # loopfs-timeout: 900
 # Chaos reads, writes, discards and zero-outs race other workers' clears and
 # read-only rebinds of the same shared devices: requests then fail with EIO,
-# as in-tree, and the block layer logs them (the workers' own devices are
-# judged strictly):
+# as in-tree, and the block layer logs them; a device stacked on another
+# that shrank under it gets ENOSPC for writes past the lower one's end (the
+# workers' own devices are judged strictly):
+# loopfs-expect-log: critical space allocation error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x[19]:\((WRITE|WRITE_ZEROES)\)
 # loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x[0139]:\((READ|WRITE|DISCARD|WRITE_ZEROES)\)
 # loopfs-expect-log: Buffer I/O error on dev loopfs[0-9]+-[0-9]+, logical block [0-9]+, (lost async page write|async page read)
 # ioctl and mount fuzzer for loopfs: runs the fuzzer `make tests-build` built

@@ -7,15 +7,17 @@
 # provokes on purpose; such lines are not counted.
 #
 # logscan.sh --expected SUITE...: print what the suites declare, each with
-# a line "# loopfs-expect-log: REGEX" in its first 30 lines.  Only block
-# I/O error lines can be declared (a regex must contain "I/O error"): a
-# WARNING, an Oops or a lockdep report is never expected.
+# a line "# loopfs-expect-log: REGEX" in its first 30 lines.  Only the
+# block layer's lines for a failed request can be declared (a regex must
+# contain "I/O error", or "critical space allocation error" for ENOSPC
+# from the backing file): a WARNING, an Oops or a lockdep report is never
+# expected.
 set -uo pipefail
 if [ "${1:-}" = --expected ]; then
 	shift
 	for f in "$@"; do
 		head -n 30 "$f" 2>/dev/null | sed -n 's/^# loopfs-expect-log: //p' |
-			grep -F 'I/O error'
+			grep -E 'I/O error|critical space allocation error'
 	done
 	exit 0
 fi
