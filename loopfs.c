@@ -656,6 +656,25 @@ static const struct inode_operations loopfs_view_iops = {
 
 /* ---- superblock ---- */
 
+/*
+ * overlayfs keeps a private clone of each layer's mount for as long as the
+ * overlay lives. With an instance as a layer, a device backed by a file on
+ * that overlay would keep its own instance alive after every mount of it
+ * is gone: a cycle no umount breaks. overlayfs refuses layers whose
+ * dentries compare names themselves, so loopfs names compare here, byte
+ * for byte as they would otherwise, and no instance can be a layer.
+ */
+static int loopfs_d_compare(const struct dentry *dentry, unsigned int len,
+			    const char *str, const struct qstr *name)
+{
+	return len != name->len || memcmp(str, name->name, len);
+}
+
+static const struct dentry_operations loopfs_dentry_ops = {
+	.d_compare	= loopfs_d_compare,
+	.d_delete	= always_delete_dentry,
+};
+
 static int loopfs_show_options(struct seq_file *seq, struct dentry *root)
 {
 	struct loopfs_instance *inst = root->d_sb->s_fs_info;
@@ -771,6 +790,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_magic = LOOPFS_SUPER_MAGIC;
 	sb->s_op = &loopfs_super_ops;
+	sb->s_d_op = &loopfs_dentry_ops;
 	sb->s_time_gran = 1;
 	/*
 	 * The superblock may belong to a user namespace; its nodes must

@@ -275,6 +275,49 @@ cycle_direct() {
 
 nr_disks() { find /sys/block -maxdepth 1 -name 'loopfs*' | wc -l; }
 
+# overlayfs holds a private clone of each layer's mount while the overlay
+# lives. A tenant's overlay with its instance as a layer, and a device of
+# that instance backed by a file on the overlay, would keep the instance
+# alive once the container is gone. The tenant tries exactly that; an
+# overlay of plain directories shows that overlays work there at all.
+overlay_layer() {
+	local before out i
+	before=$(nr_disks)
+	mkdir -p "$w/ov" && chown "$uid:$uid" "$w/ov"
+	modprobe overlay
+	out=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		unshare -Urm bash -c '
+		cd "$w/ov"
+		mkdir -p inst tmp
+		mount -t tmpfs tmpfs tmp
+		mount -t loop loop inst
+		mkdir tmp/lower tmp/upper tmp/work tmp/merged
+		layer() {
+			if mount -t overlay overlay -o "userxattr,lowerdir=$2,upperdir=tmp/upper,workdir=tmp/work" \
+				tmp/merged 2>/dev/null; then
+				echo "$1 mounted"
+				return 0
+			fi
+			echo "$1 refused"
+			return 1
+		}
+		layer plain tmp/lower && umount tmp/merged
+		layer view inst/block && umount tmp/merged
+		layer instance inst || exit 0
+		truncate -s 1M tmp/merged/img
+		n=$("$B" getfree inst/loop-control)
+		"$B" setfd "inst/loop$n" tmp/merged/img rw
+	' 2>&1)
+	for ((i = 0; i < 30; i++)); do
+		[ "$(nr_disks)" -le "$before" ] && break
+		sleep 0.1
+	done
+	expect_eq "plain mounted
+view refused
+instance refused" "$out" "overlays the tenant mounted"
+	expect_eq "$before" "$(nr_disks)" "loopfs disks once the tenant is gone"
+}
+
 # Every tenant's instance went with its mount namespace.
 nothing_left() {
 	local i
@@ -300,7 +343,7 @@ cleanup() {
 }
 
 disks_before=$(nr_disks)
-tap_plan 23
+tap_plan 24
 run_test "host side: files, ext4 via the stock driver, active swap file" setup
 run_test "tenant: one run of every step in its own user namespace" run_tenant
 run_test "LOOP_SET_FD with an O_WRONLY fd: EBADF, nothing read" wronly_setfd
@@ -321,6 +364,7 @@ done
 run_test "cycle: host mounts ext4 from a device, read-only" cycle_setup
 run_test "cycle: LOOP_CHANGE_FD to a device backed by a file on it: EINVAL" cycle_chain
 run_test "cycle: LOOP_CHANGE_FD to a file on the device's own filesystem: EINVAL, nothing hangs" cycle_direct
+run_test "a tenant's instance cannot be an overlay layer: no device outlives the container" overlay_layer
 run_test "no loopfs disk left once the tenant and the host instance are gone" nothing_left
 cleanup
 tap_done
