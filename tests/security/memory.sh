@@ -35,9 +35,15 @@ w=$(mktemp -d /tmp/loopfs-memory.XXXXXX)
 echo >"$w/zram"
 
 cleanup() {
-	local z
+	local z c
 	umount "$w/m" "$w/ext4" 2>/dev/null
 	rmdir "$w"/cg/loopfs-memory-* 2>/dev/null
+	if [ -f "$w/controllers" ]; then
+		for c in memory io; do
+			grep -qw "$c" "$w/controllers" ||
+				echo "-$c" >"$w/cg/cgroup.subtree_control" 2>/dev/null
+		done
+	fi
 	umount "$w/cg" "$w/tmpfs" 2>/dev/null
 	z=$(cat "$w/zram" 2>/dev/null)
 	[ -z "$z" ] || echo "$z" >/sys/class/zram-control/hot_remove
@@ -51,6 +57,8 @@ setup() {
 	mount -t cgroup2 cgroup2 "$w/cg" || fail "no cgroup2"
 	grep -qw memory "$w/cg/cgroup.controllers" || fail "no memory controller"
 	grep -qw io "$w/cg/cgroup.controllers" || fail "no io controller"
+	# Put back at the end: the hierarchy is the whole guest's.
+	cat "$w/cg/cgroup.subtree_control" >"$w/controllers"
 	echo "+memory +io" >"$w/cg/cgroup.subtree_control"
 	mount -t tmpfs -o size=1G tmpfs "$w/tmpfs" || fail "tmpfs"
 	modprobe zram num_devices=0 || fail "no zram module"
