@@ -74,7 +74,10 @@ LOAD_BINS = $(BUILD)/tests/fuzz/fuzz $(BUILD)/tests/stress/stress
 SECURITY_SRCS = $(wildcard tests/security/*.c)
 SECURITY_BINS = $(patsubst tests/security/%.c,$(BUILD)/tests/security/%,$(SECURITY_SRCS))
 
-tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) tools-build
+# The fault-injection sweep of make check-debug (tests/debug/faults.sh).
+DEBUG_BINS = $(BUILD)/tests/debug/fault-sweep
+
+tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS) tools-build
 
 $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:
 	@mkdir -p $(KSELFTEST)
@@ -92,7 +95,7 @@ $(BUILD)/tests/selftests/%: tests/selftests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS) \
 	@mkdir -p $(@D)
 	gcc $(TEST_CFLAGS) -I$(KSELFTEST) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 
-$(LOAD_BINS) $(SECURITY_BINS): $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS)
+$(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS): $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS)
 	@mkdir -p $(@D)
 	gcc $(TEST_CFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 

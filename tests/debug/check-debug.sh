@@ -3,11 +3,13 @@
 # from ~/.cache/loopfs) a 6.1 kernel with KASAN, lockdep, kmemleak, UBSAN and
 # the debug-object checks, builds loopfs.ko against it (-Werror), boots it
 # through the normal harness (panic_on_warn=1 on its command line) and runs
-# every suite, the stress and fuzz suites at full length and a final kmemleak
-# scan (tests/debug/kmemleak.sh).  Last line: "N passed, N failed".
+# every suite, the stress and fuzz suites at full length, the fault-injection
+# sweep (tests/debug/faults.sh) and a final kmemleak scan
+# (tests/debug/kmemleak.sh).  Last line: "N passed, N failed".
 #
 # Environment: LOOPFS_DEBUG_CACHE (kernel cache, default ~/.cache/loopfs),
-# SUITES (subset, as for make check; kmemleak.sh is always added last),
+# SUITES (subset, as for make check; faults.sh and kmemleak.sh are always
+# added last),
 # LOOPFS_QUICK (default empty: full-length stress and fuzz), GUEST_TIMEOUT
 # (default 5400 s), SUITE_TIMEOUT_SCALE (default 4).
 set -uo pipefail
@@ -68,7 +70,8 @@ set -f
 suites=(${SUITES:-default})
 set +f
 # (the patterns are arguments: run-guest.sh would add $SUITES once more)
-SUITES= "$here/../harness/run-guest.sh" "$kver" "${suites[@]}" tests/debug/kmemleak.sh
+SUITES= "$here/../harness/run-guest.sh" "$kver" "${suites[@]}" \
+	tests/debug/faults.sh tests/debug/kmemleak.sh
 rc=$?
 if [ -s "$src/.build/results/$kver.totals" ]; then
 	read -r p f s secs <"$src/.build/results/$kver.totals"
