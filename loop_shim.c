@@ -574,10 +574,8 @@ static void shim_charge(struct shim_cmd *cmd)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
-#ifdef CONFIG_BLK_CGROUP
 	if (rq->bio)
 		cmd->blkcg_css = bio_blkcg_css(rq->bio);
-#endif
 #ifdef CONFIG_MEMCG
 	/*
 	 * A user task submitting is charged itself: its block cgroup is its
