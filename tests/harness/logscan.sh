@@ -16,13 +16,17 @@
 # task killed, and the OOM killer's report prints the allocating task's
 # stack.  Then the "Call Trace:" line of reports whose constraint is
 # CONSTRAINT_MEMCG is not counted; every other line of such a report is,
-# and a system-wide OOM report counts whole.
+# and a system-wide OOM report counts whole.  Likewise "injected allocation
+# failure", for a suite that makes allocations fail on purpose (make
+# check-debug's fault sweep): an allocation made without __GFP_NOWARN
+# reports its failure with the caller's stack, and the "Call Trace:" line
+# right after such a report's first line is not counted.
 set -uo pipefail
 if [ "${1:-}" = --expected ]; then
 	shift
 	for f in "$@"; do
 		head -n 30 "$f" 2>/dev/null | sed -n 's/^# loopfs-expect-log: //p' |
-			grep -E 'I/O error|critical space allocation error|^memory cgroup OOM kill$'
+			grep -E 'I/O error|critical space allocation error|^memory cgroup OOM kill$|^injected allocation failure$'
 	done
 	exit 0
 fi
@@ -44,13 +48,27 @@ drop_memcg_oom_traces() {
 	END { for (i = 1; inrep && i <= n; i++) print buf[i] }'
 }
 
+# Drop the "Call Trace:" line within the few lines (CPU, hardware name)
+# after each allocation failure report's first line.
+drop_alloc_failure_traces() {
+	awk '
+	/: (page allocation failure|vmalloc error): / { near = 5 }
+	near > 0 && /Call Trace:/ { near = 0; next }
+	{ if (near > 0) near--; print }'
+}
+
 re=$(dirname "$0")/bad-kernel-log.re
 pat=$(grep -v -e '^#' -e '^$' "$re")
 allow=${LOGSCAN_ALLOW:-}
 memcg_oom=0
+alloc_failure=0
 if grep -qx 'memory cgroup OOM kill' <<<"$allow"; then
 	memcg_oom=1
 	allow=$(grep -vx 'memory cgroup OOM kill' <<<"$allow")
+fi
+if grep -qx 'injected allocation failure' <<<"$allow"; then
+	alloc_failure=1
+	allow=$(grep -vx 'injected allocation failure' <<<"$allow")
 fi
 found=1
 for f in "$@"; do
@@ -61,6 +79,7 @@ for f in "$@"; do
 		lines=$(cat "$f")
 	fi
 	[ "$memcg_oom" = 0 ] || lines=$(drop_memcg_oom_traces <<<"$lines")
+	[ "$alloc_failure" = 0 ] || lines=$(drop_alloc_failure_traces <<<"$lines")
 	if grep -qaE -- "$pat" <<<"$lines"; then
 		found=0
 		echo "---- kernel log problems in ${f##*/} ----"

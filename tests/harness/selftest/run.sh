@@ -24,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$work/log
 
-tap_plan 24
+tap_plan 26
 
 # --- counting host-side TAP suites -------------------------------------------
 fake_tap() {
@@ -51,6 +51,36 @@ expect "a host suite that runs fewer tests than planned counts as failed" \
 	counts 1 1 fake_tap 0 1..2 "ok 1"
 expect "a host suite without a plan counts as failed" \
 	counts 1 1 fake_tap 0 "ok 1"
+
+# --- kernel log lines a suite declares --------------------------------------
+# clean_with ALLOW LINE...: logscan finds nothing in LINEs given ALLOW
+clean_with() {
+	local allow=$1
+	shift
+	printf '%s\n' "$@" >"$work/dmesg"
+	! LOGSCAN_ALLOW=$allow "$harness/logscan.sh" "$work/dmesg" >"$log" 2>&1
+}
+alloc_report=("[ 1.0] x: vmalloc error: size 32768, vm_struct allocation failed"
+	"[ 1.1] CPU: 0 PID: 258 Comm: x" "[ 1.2] Call Trace:" "[ 1.3]  <TASK>")
+memcg_report=("[ 2.0] x invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL)"
+	"[ 2.1] Call Trace:"
+	"[ 2.2] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null)")
+both_declared() {
+	clean_with "injected allocation failure" "${alloc_report[@]}" &&
+		! clean_with "" "${alloc_report[@]}" &&
+		! clean_with "injected allocation failure" "${alloc_report[@]}" \
+			"[ 1.4] WARNING: CPU: 0 PID: 258 at x" &&
+		! clean_with "injected allocation failure" "[ 1.4] Call Trace:" &&
+		clean_with "memory cgroup OOM kill" "${memcg_report[@]}" &&
+		! clean_with "memory cgroup OOM kill" \
+			"${memcg_report[@]/CONSTRAINT_MEMCG/CONSTRAINT_NONE}"
+}
+expect "a declared allocation failure or memory cgroup OOM report passes; its WARNING, a stray trace or a system-wide OOM fails" \
+	both_declared
+expect "only the block layer's errors and the two report kinds can be declared" \
+	[ "$(printf '%s\n' '# loopfs-expect-log: WARNING' \
+		'# loopfs-expect-log: injected allocation failure' >"$work/s.sh";
+		"$harness/logscan.sh" --expected "$work/s.sh")" = "injected allocation failure" ]
 
 # --- reading a guest's totals -------------------------------------------------
 mkdir -p "$src/.build/results"
@@ -97,7 +127,7 @@ kver=$("$harness/kvers.sh" guest | grep -m1 -E '^6\.1\.')
 if [ -z "$kver" ] || { [ ! -f "$src/.build/$kver/loopfs.ko" ] &&
 	! "$harness/build-module.sh" "$kver" >"$log" 2>&1; }; then
 	echo "no 6.1 guest kernel with a loopfs.ko built for it (${kver:-none})" >"$log"
-	for ((i = tap_n; i < 24; i++)); do tap FAIL "a 6.1 guest for the harness self-test" "$log"; done
+	for ((i = tap_n; i < 26; i++)); do tap FAIL "a 6.1 guest for the harness self-test" "$log"; done
 	exit 1
 fi
 
