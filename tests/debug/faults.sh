@@ -5,7 +5,8 @@
 # per call (tests/debug/fault-sweep.c, through this task's fail-nth), for
 # mount, LOOP_CTL_ADD, LOOP_CONFIGURE with partition scan, LOOP_CTL_REMOVE
 # and the umount that takes an instance with devices down. Each failure
-# must give ENOMEM or be absorbed, leave nothing half made (the call then
+# must give ENOMEM (or, for LOOP_CTL_ADD, the EINVAL the kernel gives for a
+# disk it failed to name) or be absorbed, leave nothing half made (the call then
 # works and is undone), and log no WARNING or other kernel problem; the
 # kmemleak scan that ends check-debug finds what the error paths leaked,
 # and its rmmod what they left pinned.  A failed allocation made without
@@ -67,6 +68,7 @@ sweep() {
 	calls=$(sed -n 's/^calls //p' <<<"$out")
 	echo "DIAG: $1: $calls allocations failed in turn:" \
 		"$(grep -c ' ENOMEM$' <<<"$out") ENOMEM," \
+		"$(grep -c ' EINVAL$' <<<"$out") EINVAL," \
 		"$(grep -c ' ok$' <<<"$out") absorbed"
 	[ "${calls:-0}" -ge 1 ] || fail "no allocation of $1 could be failed"
 }
