@@ -15,14 +15,17 @@
 # O_DIRECT writers complete with no OOM kill. Buffered writers may not: the
 # group fills with the device's dirty pages, and writing them back needs
 # backing pages charged to the same group, which reclaim without I/O cannot
-# free (see docs/security.md); only the bound on the backing is checked. tmpfs pages cannot be reclaimed at all
-# (a device serves I/O without __GFP_IO, so not even to swap): the writer
-# is OOM-killed at its limit, as it would be writing 256 MiB into a tmpfs
-# of its own with no swap. The group has the io controller too, as
-# container managers set up groups, so that writeback and dirty throttling
-# are per group. ext4 lives on a zram disk, whose memory no group is
-# charged for, so that the disk's own storage is not counted.
+# free (see docs/security.md); only the bound on the backing is checked.
+# tmpfs pages cannot be reclaimed at all (a device serves I/O without
+# __GFP_IO, so not even to swap): the writer is OOM-killed at its limit, as
+# it would be writing 256 MiB into a tmpfs of its own with no swap; writes
+# it left in flight fail (its group has no memory for them) with an I/O
+# error logged, declared below, but a case fails on any such line if its
+# group saw no OOM kill. The group has the io controller too, as container
+# managers set up groups, so that writeback and dirty throttling are per
+# group. ext4 lives on a zram disk, whose memory no group is charged for.
 # loopfs-expect-log: memory cgroup OOM kill
+# loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x1:\(WRITE\)
 set -uo pipefail
 . "$(dirname "$0")/../shell/lib.sh"
 in_private_mount_ns "$@"
@@ -85,7 +88,7 @@ event() {
 # $LIMIT_MB MiB, and check that the group held the backing's pages. END is
 # how the writer ends: "completes" (no OOM kill), "oom-killed", or "either".
 held() {
-	local file=$1 how=$2 end=$3 g n dev rc=0 res max oom i
+	local file=$1 how=$2 end=$3 g n dev rc=0 res max oom i log errs
 	truncate -s "${WRITE_MB}M" "$file"
 	n=$("$B" getfree "$w/m/loop-control")
 	dev=$w/m/loop$n
@@ -93,6 +96,7 @@ held() {
 	g=$(mktemp -d "$w/cg/loopfs-memory-XXXXXX")
 	echo "${LIMIT_MB}M" >"$g/memory.max"
 	echo 1 >"$g/memory.oom.group"
+	log=$(dmesg_lines)
 	(echo "$BASHPID" >"$g/cgroup.procs" && D=$dev exec bash -c "$how") ||
 		rc=$?
 	for ((i = 0; i < 100; i++)); do
@@ -104,9 +108,10 @@ held() {
 	res=$(resident_mb "$file")
 	max=$(event "$g" max)
 	oom=$(event "$g" oom_kill)
+	errs=$(dmesg_since "$log" | grep -c 'I/O error, dev loopfs')
 	echo "DIAG: $WRITE_MB MiB written: backing resident $res MiB," \
 		"group peak $(($(cat "$g/memory.peak" 2>/dev/null || echo 0) >> 20)) MiB," \
-		"max events $max, oom kills $oom"
+		"max events $max, oom kills $oom, failed writes $errs"
 	"$B" clr "$dev" >/dev/null
 	rm -f "$file"
 	rmdir "$g"
@@ -119,6 +124,8 @@ held() {
 		[ "$oom" -gt 0 ] || fail "the writer ended ($rc) with no OOM kill"
 		;;
 	esac
+	[ "$oom" -gt 0 ] || [ "$errs" = 0 ] ||
+		fail "$errs writes to the device failed with no OOM kill in the group"
 	[ "$max" -gt 0 ] || fail "the group never reached memory.max: the backing's pages were charged elsewhere"
 	[ "$res" -le $((LIMIT_MB + SLACK_MB)) ] ||
 		fail "$res MiB of the backing file resident, the group may hold $LIMIT_MB MiB"
