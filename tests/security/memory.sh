@@ -108,7 +108,7 @@ held() {
 	res=$(resident_mb "$file")
 	max=$(event "$g" max)
 	oom=$(event "$g" oom_kill)
-	errs=$(dmesg_since "$log" | grep -c 'I/O error, dev loopfs')
+	errs=$(dmesg_since "$log" | grep -c 'I/O error, dev loopfs' || true)
 	echo "DIAG: $WRITE_MB MiB written: backing resident $res MiB," \
 		"group peak $(($(cat "$g/memory.peak" 2>/dev/null || echo 0) >> 20)) MiB," \
 		"max events $max, oom kills $oom, failed writes $errs"
