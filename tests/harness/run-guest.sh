@@ -18,7 +18,8 @@
 # NAME.serial.log.  Exit status 0 only if everything passed and the kernel
 # log is clean.
 #
-# Environment: SUITES (default: every suite, see list_suites),
+# Environment: SUITES (default: every suite, see list_suites), SUITES_EXCEPT
+# (suites, relative to the repo, that the default set leaves out),
 # GUEST_RUN_NAME, LOOPFS_QUICK, SUITE_TIMEOUT (per suite, default 300 s; a
 # suite may ask for more with a "# loopfs-timeout: N" line),
 # SUITE_TIMEOUT_SCALE (multiplies every suite timeout, default 1),
@@ -102,10 +103,13 @@ list_suites() {
 }
 
 list_default_suites() {
-	local p f
+	local p f e
 	for p in "${default_suites[@]}"; do
 		for f in $src/$p; do
 			[ -f "$f" ] || continue
+			for e in ${SUITES_EXCEPT:-}; do
+				[ "$f" != "$src/$e" ] || continue 2
+			done
 			if [ -x "$f" ]; then
 				echo "$f"
 			elif [ "$(head -c 2 "$f")" = "#!" ]; then

@@ -68,6 +68,14 @@ in_private_mount_ns() {
 	fi
 }
 
+# kernel_has_fs NAME: the running kernel has filesystem NAME, built in or
+# as a module it can load.  Only a kernel built without it (the check-debug
+# kernel has no xfs) makes a test skip; a module that is there but does not
+# load fails the test that mounts it.
+kernel_has_fs() {
+	grep -qw "$1" /proc/filesystems || modinfo "$1" >/dev/null 2>&1
+}
+
 # Kernel log lines printed since the given line count.
 dmesg_lines() { dmesg | wc -l; }
 dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
