@@ -11,6 +11,7 @@
 #   make demo                      boot a 6.1 guest and show loopfs at work
 #   make deps                      apt-get install what all of the above needs
 #   make dkms-install | dkms-remove
+#   make dkms-tree DKMS_TREE=<dir> the DKMS source tree, copied into <dir>
 #   make clean
 
 .DEFAULT_GOAL := all
@@ -24,10 +25,12 @@ HARNESS := $(CURDIR)/tests/harness
 VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' dkms.conf)
 
 # Files a DKMS source tree needs (everything kbuild reads plus this Makefile).
-MODULE_SRCS = Kbuild $(wildcard *.c *.h)
+# An in-place build leaves loopfs.mod.c here: output, not source.
+MODULE_SRCS = Kbuild $(filter-out %.mod.c,$(wildcard *.c *.h))
+DKMS_FILES = Makefile dkms.conf $(MODULE_SRCS)
 
 .PHONY: all modules modules-all tests-build tools-build deps check soak demo lint clean \
-	dkms-install dkms-remove
+	dkms-install dkms-remove dkms-tree
 
 all: modules
 
@@ -133,7 +136,7 @@ dkms-install:
 	-dkms remove -m loopfs -v $(VERSION) --all >/dev/null 2>&1
 	rm -rf $(DKMS_SRC)
 	mkdir -p $(DKMS_SRC)
-	cp -p Makefile dkms.conf $(MODULE_SRCS) $(DKMS_SRC)/
+	cp -p $(DKMS_FILES) $(DKMS_SRC)/
 	dkms add -m loopfs -v $(VERSION)
 	@for k in $(DKMS_KVERS); do \
 		echo "dkms install loopfs/$(VERSION) for $$k"; \
@@ -145,6 +148,13 @@ dkms-remove:
 	@test -n "$(VERSION)" || { echo "dkms.conf has no PACKAGE_VERSION"; exit 1; }
 	-dkms remove -m loopfs -v $(VERSION) --all
 	rm -rf $(DKMS_SRC)
+
+# The same source tree written into DKMS_TREE=<dir> and nothing else done:
+# the loopfs-dkms package ships it as /usr/src/loopfs-<version>/.
+dkms-tree:
+	@test -n "$(DKMS_TREE)" || { echo "dkms-tree: set DKMS_TREE=<dir>"; exit 1; }
+	install -d $(DKMS_TREE)
+	install -p -m 0644 $(DKMS_FILES) $(DKMS_TREE)/
 
 # --- cleaning ----------------------------------------------------------------
 
