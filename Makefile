@@ -12,6 +12,7 @@
 #   make deps                      apt-get install what all of the above needs
 #   make dkms-install | dkms-remove
 #   make dkms-tree DKMS_TREE=<dir> the DKMS source tree, copied into <dir>
+#   make deb                       loopfs-dkms and loopfs-tools .debs in .build/deb/
 #   make clean
 
 .DEFAULT_GOAL := all
@@ -30,7 +31,7 @@ MODULE_SRCS = Kbuild $(filter-out %.mod.c,$(wildcard *.c *.h))
 DKMS_FILES = Makefile dkms.conf $(MODULE_SRCS)
 
 .PHONY: all modules modules-all tests-build tools-build deps check soak demo lint clean \
-	dkms-install dkms-remove dkms-tree
+	dkms-install dkms-remove dkms-tree deb
 
 all: modules
 
@@ -155,6 +156,26 @@ dkms-tree:
 	@test -n "$(DKMS_TREE)" || { echo "dkms-tree: set DKMS_TREE=<dir>"; exit 1; }
 	install -d $(DKMS_TREE)
 	install -p -m 0644 $(DKMS_FILES) $(DKMS_TREE)/
+
+# --- Debian packages ---------------------------------------------------------
+
+DEB_OUT = $(BUILD)/deb
+
+# loopfs-dkms_<v>_all.deb and loopfs-tools_<v>_<arch>.deb, with the debug
+# symbols, .buildinfo and .changes, into .build/deb/. dpkg-buildpackage
+# writes only to the parent directory, so every file the .changes lists is
+# moved from there. The version stays single-sourced: debian/rules stops the
+# build when debian/changelog's version is not PACKAGE_VERSION of dkms.conf.
+deb:
+	@command -v dpkg-buildpackage >/dev/null || \
+		{ echo "make deb: apt-get install dpkg-dev debhelper dh-dkms libseccomp-dev"; exit 1; }
+	dpkg-buildpackage -us -uc -b
+	@mkdir -p $(DEB_OUT)
+	@changes=../loopfs_$(VERSION)_$$(dpkg --print-architecture).changes; \
+	files=$$(awk '/^Files:/ { f = 1; next } /^[^ ]/ { f = 0 } f { print $$5 }' $$changes); \
+	for f in $$files; do mv ../$$f $(DEB_OUT)/ || exit 1; done; \
+	mv $$changes $(DEB_OUT)/ && \
+	echo "make deb: in $(DEB_OUT)/:" $$files $${changes#../}
 
 # --- cleaning ----------------------------------------------------------------
 
