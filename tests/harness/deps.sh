@@ -10,7 +10,7 @@ pkgs=(
 	linux-headers-amd64 linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64
 	linux-source-6.1 linux-source-6.12 xz-utils zstd sparse
 	# packaging
-	dkms
+	dkms dpkg-dev debhelper dh-dkms lintian
 	# guests: kernels, QEMU, initramfs
 	linux-image-amd64 linux-image-6.12-amd64
 	qemu-system-x86 busybox-static cpio kmod
