@@ -25,13 +25,17 @@ HARNESS := $(CURDIR)/tests/harness
 # The package version has one home: dkms.conf.
 VERSION = $(shell sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$$/\1/p' dkms.conf)
 
+# `make -s version` prints it, for the scripts and debian/rules.
+version:
+	@echo $(VERSION)
+
 # Files a DKMS source tree needs (everything kbuild reads plus this Makefile).
 # An in-place build leaves loopfs.mod.c here: output, not source.
 MODULE_SRCS = Kbuild $(filter-out %.mod.c,$(wildcard *.c *.h))
 DKMS_FILES = Makefile dkms.conf $(MODULE_SRCS)
 
 .PHONY: all modules modules-all tests-build tools-build deps check soak demo lint clean \
-	dkms-install dkms-remove dkms-tree deb
+	dkms-install dkms-remove dkms-tree deb version
 
 all: modules
 

@@ -10,7 +10,7 @@ set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
 . "$src/tests/harness/tap.sh"
-ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$src/dkms.conf")
+ver=$(make -s --no-print-directory -C "$src" version 2>/dev/null)
 arch=$(dpkg --print-architecture)
 
 # What loopfs-dkms ships besides the module source: the source is every

@@ -6,7 +6,7 @@
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
-ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$src/dkms.conf" 2>/dev/null)
+ver=$(make -s --no-print-directory -C "$src" version 2>/dev/null)
 mapfile -t kvers < <("$src/tests/harness/kvers.sh" guest)
 . "$src/tests/harness/tap.sh"
 
