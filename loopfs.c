@@ -997,4 +997,5 @@ module_exit(loopfs_exit);
 
 MODULE_DESCRIPTION("loopfs: private loop device instances");
 MODULE_LICENSE("GPL");
+MODULE_VERSION(LOOPFS_VERSION);
 MODULE_ALIAS_FS(LOOPFS_FSTYPE);

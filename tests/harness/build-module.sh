@@ -1,7 +1,8 @@
 #!/bin/bash
-# build-module.sh KVER: copy the module sources (Kbuild, *.c, *.h) into
-# .build/KVER/ and build loopfs.ko there against that kernel's headers with
-# warnings as errors.  Any compiler, modpost or linker warning fails the build.
+# build-module.sh KVER: copy the module sources (Kbuild, dkms.conf, *.c,
+# *.h) into .build/KVER/ and build loopfs.ko there against that kernel's
+# headers with warnings as errors.  Any compiler, modpost or linker warning
+# fails the build.
 set -euo pipefail
 
 kver=${1:?usage: build-module.sh KVER}
@@ -26,7 +27,7 @@ for f in "$out"/*.c "$out"/*.h; do
 	[ -e "$f" ] || continue
 	[ -e "$src/${f##*/}" ] || rm -f "$f"
 done
-cp -p "$src/Kbuild" "$out/"
+cp -p "$src/Kbuild" "$src/dkms.conf" "$out/"
 for f in "$src"/*.c "$src"/*.h; do
 	[ -e "$f" ] && cp -p "$f" "$out/"
 done
