@@ -1,8 +1,8 @@
 #!/bin/bash
 # check.sh: what `make check` runs.  Installs dependencies, builds loopfs.ko
 # for every supported kernel (warnings are errors), builds the userspace
-# tests, runs the harness self-test, the DKMS cycle, the Debian package
-# build and the lint, then every suite in a guest of each kernel, and
+# tests, runs the harness self-test, the Debian package build and install
+# cycle and the lint, then every suite in a guest of each kernel, and
 # `make check-debug` when its debug kernel is cached.
 # Prints per-kernel totals and, as the very last line,
 # "N passed, N failed" (after "N skipped" if any).  Exit status 1 on any
@@ -11,8 +11,8 @@
 # Environment: SUITES (subset of suites, see run-guest.sh), KERNELS (only
 # these kernels: a word matches a version or its prefix up to a dot or dash,
 # so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt),
-# DKMS_TEST (1 runs the harness self-test, the DKMS and package tests and
-# the lint; default 1, or 0 when SUITES is set),
+# DKMS_TEST (1 runs the harness self-test, the package tests and the lint;
+# default 1, or 0 when SUITES is set),
 # CHECK_DEBUG (auto: the debug kernel run when its kernel is cached; 0, 1),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
@@ -36,7 +36,7 @@ summary() {
 	local p=$host_pass f=$host_fail s=$host_skip r kp kf ks
 	echo
 	echo "=== summary ($(($(date +%s) - t0))s)"
-	printf '  %-28s %d passed, %d failed\n' "host (build, dkms, lint)" "$host_pass" "$host_fail"
+	printf '  %-28s %d passed, %d failed\n' "host (build, packages, lint)" "$host_pass" "$host_fail"
 	for r in "${rows[@]}"; do
 		read -r k kp kf ks <<<"$r"
 		printf '  %-28s %d passed, %d failed, %d skipped\n' "$k" "$kp" "$kf" "$ks"
@@ -87,10 +87,11 @@ fi
 if [ "$DKMS_TEST" = 1 ]; then
 	step "harness self-test (runs that must fail do)"
 	host_suite "harness self-test" "$here/selftest/run.sh"
-	step "DKMS"
-	host_suite "dkms test" "$here/../dkms/dkms-test.sh"
 	step "Debian packages (build, contents, lintian)"
 	host_suite "deb build test" "$here/../deb/deb-build-test.sh"
+	# Before any guest row: it changes /lib/modules, which guests share.
+	step "Debian packages (install, DKMS, guests on the installed module, upgrade, purge)"
+	host_suite "deb install test" "$here/../deb/deb-install-test.sh"
 	step "lint (checkpatch --strict, sparse)"
 	host_suite "lint" "$here/../lint/lint.sh"
 fi

@@ -24,27 +24,29 @@ host_result() {
 
 # host_suite NAME COMMAND...: run a host-side TAP suite and add up its results.
 host_suite() {
-	local name=$1 out p f plan rc
+	local name=$1 out p f s plan rc
 	shift
 	out=$(mktemp)
 	"$@" 2>&1 | tee "$out"
 	rc=${PIPESTATUS[0]}
-	p=$(grep -cE '^ok( |$)' "$out")
+	# A skipped test is neither a pass nor a failure.
+	s=$(grep -cE '^ok .*# SKIP' "$out")
+	p=$(($(grep -cE '^ok( |$)' "$out") - s))
 	f=$(grep -cE '^not ok( |$)' "$out")
 	plan=$(grep -m1 -oE '^1\.\.[0-9]+' "$out" | cut -d. -f3)
 	rm -f "$out"
-	if [ -z "$plan" ] || [ $((p + f)) -eq 0 ]; then
+	if [ -z "$plan" ] || [ $((p + f + s)) -eq 0 ]; then
 		f=$((f + 1))
 		echo "not ok - $name produced no results"
-	elif [ "$plan" -ne $((p + f)) ]; then
-		echo "not ok - $name planned $plan tests and ran $((p + f))"
+	elif [ "$plan" -ne $((p + f + s)) ]; then
+		echo "not ok - $name planned $plan tests and ran $((p + f + s))"
 		f=$((f + 1))
 	fi
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 		echo "not ok - $name exited with status $rc"
 	fi
-	host_pass=$((host_pass + p)) host_fail=$((host_fail + f))
+	host_pass=$((host_pass + p)) host_fail=$((host_fail + f)) host_skip=$((host_skip + s))
 }
 
 # guest_row NAME COMMAND...: run a guest (COMMAND writes the totals file of
