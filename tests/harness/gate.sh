@@ -46,7 +46,7 @@ host_suite() {
 		f=1
 		echo "not ok - $name exited with status $rc"
 	fi
-	host_pass=$((host_pass + p)) host_fail=$((host_fail + f)) host_skip=$((host_skip + s))
+	host_pass=$((host_pass + p)) host_fail=$((host_fail + f)) host_skip=$((${host_skip:-0} + s))
 }
 
 # guest_row NAME COMMAND...: run a guest (COMMAND writes the totals file of

@@ -24,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$work/log
 
-tap_plan 26
+tap_plan 27
 
 # --- counting host-side TAP suites -------------------------------------------
 fake_tap() {
@@ -38,7 +38,7 @@ counts() {
 	# counts EXPECTED_PASS EXPECTED_FAIL COMMAND...
 	local want_p=$1 want_f=$2
 	shift 2
-	host_pass=0 host_fail=0
+	host_pass=0 host_fail=0 host_skip=0
 	host_suite fake "$@" >"$log" 2>&1
 	echo "counted $host_pass passed, $host_fail failed" >>"$log"
 	[ "$host_pass" -eq "$want_p" ] && [ "$host_fail" -eq "$want_f" ]
@@ -51,6 +51,13 @@ expect "a host suite that runs fewer tests than planned counts as failed" \
 	counts 1 1 fake_tap 0 1..2 "ok 1"
 expect "a host suite without a plan counts as failed" \
 	counts 1 1 fake_tap 0 "ok 1"
+skip_counted() {
+	host_pass=0 host_fail=0 host_skip=0
+	host_suite fake fake_tap 0 1..2 "ok 1" "ok 2 - x # SKIP not here" >"$log" 2>&1
+	echo "counted $host_pass passed, $host_fail failed, $host_skip skipped" >>"$log"
+	[ "$host_pass" -eq 1 ] && [ "$host_fail" -eq 0 ] && [ "$host_skip" -eq 1 ]
+}
+expect "a host suite's skipped test counts as skipped, not as passed" skip_counted
 
 # --- kernel log lines a suite declares --------------------------------------
 # clean_with ALLOW LINE...: logscan finds nothing in LINEs given ALLOW
