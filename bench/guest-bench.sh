@@ -106,17 +106,19 @@ attach_loopfs() {
 # fio_job BACKING WORKLOAD TARGET PATH DIRECT -> one fio job section. Jobs
 # are stonewalled: they run one after the other, in the order written.
 fio_job() {
-	local rw bs qd
+	local rw bs qd jobs=1
 	case $2 in
 	randread-4k-qd1) rw=randread bs=4k qd=1 ;;
 	randread-4k-qd32) rw=randread bs=4k qd=32 ;;
 	randwrite-4k-qd32) rw=randwrite bs=4k qd=32 ;;
 	read-1m) rw=read bs=1M qd=4 ;;
 	write-1m) rw=write bs=1M qd=4 ;;
+	randread-4k-4x8) rw=randread bs=4k qd=8 jobs=4 ;;
+	randwrite-4k-4x8) rw=randwrite bs=4k qd=8 jobs=4 ;;
 	*) return 1 ;;
 	esac
-	printf '[%s@%s@%s]\nstonewall\nfilename=%s\nrw=%s\nbs=%s\niodepth=%s\ndirect=%s\n' \
-		"$1" "$2" "$3" "$4" "$rw" "$bs" "$qd" "$5"
+	printf '[%s@%s@%s]\nstonewall\nfilename=%s\nrw=%s\nbs=%s\niodepth=%s\ndirect=%s\nnumjobs=%s\ngroup_reporting\n' \
+		"$1" "$2" "$3" "$4" "$rw" "$bs" "$qd" "$5" "$jobs"
 }
 
 # fio_round ROUND JOBFILE: run one round's jobs in a single fio process (its
@@ -138,7 +140,9 @@ fio_round() {
 	done >> "$out/data.csv"
 }
 
-workloads=(randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd32 read-1m write-1m)
+# -4x8: four jobs of depth 8 each on the same device.
+workloads=(randread-4k-qd1 randread-4k-qd32 randwrite-4k-qd32 read-1m write-1m
+	randread-4k-4x8 randwrite-4k-4x8)
 
 # ------------------------------------------------------------ backings
 # tmpfs: a file in a dedicated tmpfs, loop devices in buffered mode.

@@ -47,11 +47,11 @@ data=$scratch/run/data.csv meta=$scratch/run/meta.txt ctl=$scratch/run/ctl.csv
 cases() { # TARGET -> number of cases of TARGET with a measured value
 	awk -F, -v t="$1" 'NR > 1 && $3 == t && $5 ~ /^[0-9.]+$/ && $5 > 0' "$data" 2>/dev/null | wc -l
 }
-[ "$(cases stock)" -eq 10 ] && [ "$(cases raw)" -eq 10 ]
-ok $? "fio measured all 10 cases on the stock loop device and the raw file" \
+[ "$(cases stock)" -eq 14 ] && [ "$(cases raw)" -eq 14 ]
+ok $? "fio measured all 14 cases on the stock loop device and the raw file" \
 	"$(cat "$data" 2>/dev/null)"
-[ "$(cases loopfs)" -eq 10 ]
-ok $? "fio measured all 10 cases on the loopfs device" "$(grep -E '^loopfs=' "$meta" 2>/dev/null)"
+[ "$(cases loopfs)" -eq 14 ]
+ok $? "fio measured all 14 cases on the loopfs device" "$(grep -E '^loopfs=' "$meta" 2>/dev/null)"
 
 grep -qx dio_stock_ext4=1 "$meta" && grep -qx dio_loopfs_ext4=1 "$meta"
 ok $? "losetup --direct-io=on puts stock and loopfs devices over ext4 in dio mode" \
