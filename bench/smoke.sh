@@ -70,8 +70,8 @@ ok $? "control path timed on stock and loopfs, with devices spread over instance
 rc=$?
 rows=$(grep -cE '^\| (tmpfs|ext4) \| [^|]+\|( [0-9.]+ \|){6}' "$scratch/report.md" 2>/dev/null)
 magic=$(head -c 4 "$scratch/report.png" 2>/dev/null | od -An -c | tr -d ' ')
-[ $rc -eq 0 ] && [ "$rows" -eq 10 ] && [ "$magic" = '211PNG' ]
-ok $? "report renders 10 table rows with all ratios and a PNG chart" \
+[ $rc -eq 0 ] && [ "$rows" -eq 14 ] && [ "$magic" = '211PNG' ]
+ok $? "report renders 14 table rows with all ratios and a PNG chart" \
 	"$(cat "$scratch/report.err" "$scratch/report.md" 2>/dev/null | head -n 30)"
 
 # loopfs may finish tearing down an unmounted instance's devices shortly
