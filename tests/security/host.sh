@@ -33,6 +33,21 @@ as_tenant() {
 		unshare -Urm bash -euo pipefail -c "$1"
 }
 
+# A tenant script started in the background writes its pid to $w/u/pid
+# and then runs $await_go, which waits (30 s at most) for the host to create
+# $w/u/go and fails the script if it never comes. clear_handshake removes
+# both files before a tenant starts, so that neither side acts on what an
+# earlier test left.
+await_go='for i in $(seq 300); do
+	[ -e "$w/u/go" ] && break
+	sleep 0.1
+done
+[ -e "$w/u/go" ] || { echo "the host never said go"; exit 1; }'
+
+clear_handshake() {
+	rm -f "$w/u/pid" "$w/u/go"
+}
+
 # Wait (30 s at most) for a tenant script started in the background to
 # write its pid to $w/u/pid; else show its output ($1) and fail.
 wait_for_tenant() {
@@ -92,15 +107,13 @@ ENOSPC" "$out" "tenant remounts"
 }
 
 host_raises_max() {
-	local pid out i
+	local pid out
+	clear_handshake
 	as_tenant '
 		mkdir -p "$w/u/m2"
 		mount -t loop -o max=1 loop "$w/u/m2"
 		echo $$ >"$w/u/pid"
-		for i in $(seq 300); do
-			[ -e "$w/u/go" ] && break
-			sleep 0.1
-		done
+		'"$await_go"'
 		"$tool" ctl-add "$w/u/m2/loop-control"
 		"$tool" ctl-add "$w/u/m2/loop-control"
 		"$tool" ctl-add "$w/u/m2/loop-control"
@@ -221,7 +234,6 @@ data" "$out" "LOOP_SET_STATUS64 adding PARTSCAN with container_partscan=0"
 }
 
 partscan_host_instance() {
-	local dev
 	echo 0 >"$param"
 	mkdir "$w/host"
 	mount -t loop loop "$w/host"
@@ -242,7 +254,7 @@ stale_partition_node() {
 		sfdisk -q "$w/u/img18"
 	chown "$uid:$uid" "$w/u/img18"
 	cp "$w/u/img18" "$w/hostimg"
-	rm -f "$w/u/pid"
+	clear_handshake
 	as_tenant '
 		mkdir -p "$w/u/m7"
 		mount -t loop loop "$w/u/m7"
@@ -254,10 +266,7 @@ stale_partition_node() {
 		stat -c %t:%T "$w/u/keep" >"$w/u/olddev"
 		losetup -d "$w/u/m7/loop0"
 		echo $$ >"$w/u/pid"
-		for i in $(seq 300); do
-			[ -e "$w/u/go" ] && break
-			sleep 0.1
-		done
+		'"$await_go"'
 		if head -c 64 "$w/u/keep" >"$w/u/stolen" 2>"$w/u/err"; then
 			echo "opened: $(tr -d "\0" <"$w/u/stolen")"
 		else
@@ -266,7 +275,6 @@ stale_partition_node() {
 		fi
 	' >"$w/stale.out" 2>&1 &
 	wait_for_tenant "$w/stale.out"
-	rm -f "$w/u/go"
 	mkdir -p "$w/host2"
 	mount -t loop loop "$w/host2"
 	"$tool" ctl-add "$w/host2/loop-control" >/dev/null
