@@ -745,7 +745,8 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->deferred = false;
 	cmd->blkcg_css = NULL;
 	cmd->memcg_css = NULL;
-	if (atomic_read(&sq->deferred) && !READ_ONCE(sq->depth_seen))
+	if (ldev->io_mode == SHIM_IO_INLINE && atomic_read(&sq->deferred) &&
+	    !READ_ONCE(sq->depth_seen))
 		WRITE_ONCE(sq->depth_seen, true);
 	if (rw) {
 		if (shim_setup_iter(cmd, rq))
