@@ -10,6 +10,7 @@ set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
 . "$src/tests/harness/tap.sh"
+. "$src/tests/deb/lib.sh"
 ver=$(make -s --no-print-directory -C "$src" version 2>/dev/null)
 arch=$(dpkg --print-architecture)
 
@@ -37,8 +38,7 @@ out=$tree/.build/deb
 dkms_deb=$out/loopfs-dkms_${ver}_all.deb
 tools_deb=$out/loopfs-tools_${ver}_$arch.deb
 
-mkdir "$tree"
-(cd "$src" && git ls-files -z | tar --null -cf - -T -) | tar -xf - -C "$tree"
+copy_tracked_tree "$src" "$tree"
 if make -C "$tree" deb >"$log" 2>&1; then
 	tap OK "make deb"
 else

@@ -28,6 +28,7 @@ set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
 . "$src/tests/harness/tap.sh"
+. "$src/tests/deb/lib.sh"
 ver=$(make -s --no-print-directory -C "$src" version 2>/dev/null)
 ver2=$ver.1
 arch=$(dpkg --print-architecture)
@@ -99,8 +100,7 @@ check() {
 # build_debs VERSION DIR: the packages at VERSION from the tracked files.
 build_debs() {
 	local tree=$2/loopfs-$1 top
-	mkdir -p "$tree"
-	(cd "$src" && git ls-files -z | tar --null -cf - -T -) | tar -xf - -C "$tree"
+	copy_tracked_tree "$src" "$tree"
 	if [ "$1" != "$ver" ]; then
 		sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$1\"/" "$tree/dkms.conf"
 		top=$(cat "$tree/debian/changelog")
