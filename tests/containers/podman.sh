@@ -1,0 +1,225 @@
+#!/bin/bash
+# loopfs-timeout: 600
+# Podman gives a container a loopfs instance of its own through
+# tools/oci/loopfs-oci-hook: as a hooks.d hook enabled by the annotation
+# io.loopfs.instance=true, and as the CDI device loopfs.io/instance=default.
+# Rootful and rootless, on a rootfs made of the host's /usr and /etc, with
+# storage on tmpfs and no network.  Runs as root in a guest.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../tools/lib.sh"
+in_private_mount_ns "$@"
+
+src=$(cd "$here/../.." && pwd)
+hook=$src/tools/oci/loopfs-oci-hook
+ruid=${LOOPFS_UNPRIV_UID:-1000}
+w=$(mktemp -d /tmp/loopfs-podman.XXXXXX)
+chmod 755 "$w"
+
+# The shipped hooks.d and CDI files, pointed at this tree's hook.
+installed=/usr/libexec/loopfs/loopfs-oci-hook
+
+podman_as_root() {
+	podman --root "$w/storage" --runroot "$w/run" \
+		--cgroup-manager cgroupfs --events-backend file \
+		--hooks-dir "$w/hooks.d" "$@"
+}
+
+# The annotation that asks for an instance, and what ends every podman run:
+# the rootfs is its first argument, so other options come before.  Rootful
+# containers that mount filesystems are privileged: mounting ext4 needs
+# CAP_SYS_ADMIN, and the device cgroup of an unprivileged one does not let
+# it open loopfs's devices (docs/containers.md).
+with_loopfs=(--annotation io.loopfs.instance=true)
+opts=(--privileged --network none --rootfs "$w/rootfs")
+
+cleanup() {
+	podman_as_root rm -af -t 0 >/dev/null 2>&1
+	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
+	rm -f /run/cdi/loopfs.yaml
+	true
+}
+trap cleanup EXIT
+
+# A root directory made of the host's binaries: /usr and /etc read-only,
+# the rest empty and writable.
+make_rootfs() {
+	local r=$1 l
+	mkdir -p "$r"/{usr,etc,dev,proc,sys,tmp,run,root,var,mnt}
+	for l in bin sbin lib lib64; do
+		ln -s "usr/$l" "$r/$l"
+	done
+	mount --rbind /usr "$r/usr"
+	mount -o remount,bind,ro "$r/usr"
+	mount --rbind /etc "$r/etc"
+	mount -o remount,bind,ro "$r/etc"
+	chmod 1777 "$r/tmp"
+}
+
+setup() {
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+	command -v podman >/dev/null || fail "podman is not installed"
+	command -v jq >/dev/null || fail "jq is not installed"
+	make_rootfs "$w/rootfs"
+	mkdir -p "$w/hooks.d" /run/cdi
+	jq --arg p "$hook" '.hook.path = $p' "$src/tools/oci/loopfs-hook.json" \
+		>"$w/hooks.d/loopfs.json"
+	sed "s|$installed|$hook|" "$src/tools/oci/loopfs-cdi.yaml" >/run/cdi/loopfs.yaml
+	grep -q "path: $hook\$" /run/cdi/loopfs.yaml || fail "CDI spec names no hook"
+	# The host has a bound loop device of its own that no container may see.
+	truncate -s 8M "$w/hostimg"
+	hostdev=$(losetup --show -f "$w/hostimg")
+	podman_as_root run --rm "${opts[@]}" true || fail "podman cannot run a container"
+}
+
+# Inside a container: what losetup, mkfs and mount -o loop give.
+inside_basics='
+set -e
+echo "control $(readlink /dev/loop-control)"
+echo "free $(losetup -f)"
+truncate -s 32M /tmp/$1.img
+echo "bound $(losetup --show -f /tmp/$1.img)"
+mkfs.ext4 -q /dev/loop0
+mkdir -p /mnt/$1
+mount /dev/loop0 /mnt/$1
+echo data >/mnt/$1/file
+umount /mnt/$1
+echo "list $(losetup -l -n -O NAME,BACK-FILE | tr -s " " | sort | tr "\n" ";")"
+echo "sysblock $(ls /sys/block | tr "\n" " ")"
+losetup -D
+echo "after-D $(losetup -a | wc -l)"
+'
+
+rootful_basics() {
+	local out
+	out=$(podman_as_root run --rm "${with_loopfs[@]}" "${opts[@]}" \
+		bash -c "$inside_basics" - c1 2>&1)
+	echo "$out"
+	expect_in "control loopfs/loop-control" "$out" "/dev/loop-control"
+	expect_in "free /dev/loop0" "$out" "losetup -f"
+	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
+	expect_in "list /dev/loop0 /tmp/c1.img;" "$out" "losetup -l"
+	expect_in "sysblock loop0 
+" "$out" "/sys/block"
+	case $out in
+	*hostimg*) fail "the host's device is listed" ;;
+	esac
+	expect_in "after-D 0" "$out" "losetup -D"
+}
+
+# mount -o loop as such: libmount finds a free device and binds it.
+rootful_mount_loop() {
+	local out
+	out=$(podman_as_root run --rm "${with_loopfs[@]}" "${opts[@]}" \
+		bash -ec '
+			truncate -s 32M /tmp/ml.img
+			mkfs.ext4 -q /tmp/ml.img
+			mkdir -p /mnt/ml
+			mount -o loop /tmp/ml.img /mnt/ml
+			echo hello >/mnt/ml/f
+			echo "src $(findmnt -n -o SOURCE /mnt/ml)"
+			umount /mnt/ml
+			echo "left $(losetup -a | wc -l)"
+		' 2>&1)
+	echo "$out"
+	expect_in "src /dev/loop0" "$out" "mount -o loop used the container's loop0"
+	expect_in "left 0" "$out" "autoclear after umount"
+}
+
+no_annotation_no_instance() {
+	local out
+	out=$(podman_as_root run --rm "${opts[@]}" bash -c '
+		ls -d /dev/loopfs /dev/loop-control 2>&1 | sed "s/^/ls: /"
+		findmnt -n -t loop | wc -l' 2>&1)
+	echo "$out"
+	expect_in "ls: ls: cannot access '/dev/loopfs'" "$out" "/dev/loopfs"
+	expect_eq 0 "$(echo "$out" | tail -n 1)" "loopfs mounts"
+}
+
+bad_max_refused() {
+	local out
+	if out=$(podman_as_root run --rm "${with_loopfs[@]}" \
+		--annotation io.loopfs.max=huge "${opts[@]}" true 2>&1); then
+		fail "the container started: $out"
+	fi
+	echo "$out"
+	expect_in "error executing hook \`$hook\`" "$out" "podman's message"
+	expect_eq 0 "$(podman_as_root ps -aq | wc -l)" "containers left"
+}
+
+max_annotation() {
+	local out
+	out=$(podman_as_root run --rm "${with_loopfs[@]}" \
+		--annotation io.loopfs.max=2 "${opts[@]}" bash -c '
+			findmnt -n -o OPTIONS /dev/loopfs | tr , "\n" | grep "^max="
+			ls /dev | grep -c "^loop[0-9]"
+			truncate -s 1M /tmp/max.img
+			losetup --show -f /tmp/max.img
+			losetup --show -f /tmp/max.img
+			losetup --show -f /tmp/max.img 2>&1 | sed "s/^/third: /"
+			losetup -D' 2>&1)
+	echo "$out"
+	expect_eq "max=2
+2
+/dev/loop0
+/dev/loop1
+third: losetup: cannot find an unused loop device" "$out" "max=2"
+}
+
+two_containers() {
+	local a b out disks
+	disks=$(loopfs_disks | wc -l)
+	a=$(podman_as_root run -d "${with_loopfs[@]}" "${opts[@]}" sleep 600) ||
+		fail "container a"
+	b=$(podman_as_root run -d "${with_loopfs[@]}" "${opts[@]}" sleep 600) ||
+		fail "container b"
+	out=$(podman_as_root exec "$a" bash -c 'truncate -s 4M /tmp/a.img; losetup --show -f /tmp/a.img')
+	expect_eq /dev/loop0 "$out" "a's first device"
+	out=$(podman_as_root exec "$b" bash -c 'truncate -s 4M /tmp/b.img; losetup --show -f /tmp/b.img')
+	expect_eq /dev/loop0 "$out" "b's first device"
+	out=$(podman_as_root exec "$a" losetup -n -O BACK-FILE /dev/loop0)
+	expect_eq /tmp/a.img "$out" "a's loop0"
+	out=$(podman_as_root exec "$b" losetup -n -O BACK-FILE /dev/loop0)
+	expect_eq /tmp/b.img "$out" "b's loop0"
+	out=$(podman_as_root exec "$a" losetup -l -n -O NAME)
+	expect_eq /dev/loop0 "$out" "a lists only its own device"
+	expect_eq $((disks + 2)) "$(loopfs_disks | wc -l)" "loopfs disks on the host"
+	podman_as_root rm -f -t 0 "$a" "$b" >/dev/null || fail "podman rm -f"
+	wait_devices "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+	expect_eq 0 "$(grep -l ' - loop ' /proc/[0-9]*/mountinfo 2>/dev/null | wc -l)" \
+		"processes that still see a loopfs mount"
+}
+
+# wait_devices N: wait (10 s at most) until N loopfs disks are left.
+wait_devices() {
+	local i
+	for i in $(seq 100); do
+		[ "$(loopfs_disks | wc -l)" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+cdi_device() {
+	local out
+	out=$(podman_as_root run --rm \
+		--device loopfs.io/instance=default "${opts[@]}" bash -c '
+			findmnt -n -o FSTYPE /dev/loopfs
+			truncate -s 1M /tmp/cdi.img
+			losetup --show -f /tmp/cdi.img
+			losetup -D' 2>&1)
+	echo "$out"
+	expect_eq "loop
+/dev/loop0" "$out" "instance and device through CDI"
+}
+
+tap_plan 8
+run_test "set-up: podman runs a container on a rootfs of the host's binaries" setup
+run_test "rootful: losetup -f, --show -f, mkfs, mount; losetup -a and /sys/block show only the container's devices" rootful_basics
+run_test "rootful: mount -o loop takes the container's loop0 and autoclears it" rootful_mount_loop
+run_test "no annotation: no instance, no loop nodes" no_annotation_no_instance
+run_test "io.loopfs.max=2 caps the instance at two devices" max_annotation
+run_test "io.loopfs.max that is not a number stops the container from starting" bad_max_refused
+run_test "two containers have independent loop0; podman rm -f leaves no device or mount" two_containers
+run_test "CDI: --device loopfs.io/instance=default gives the container its instance" cdi_device
+tap_done
