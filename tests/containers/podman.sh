@@ -62,9 +62,9 @@ setup() {
 	command -v jq >/dev/null || fail "jq is not installed"
 	make_rootfs "$w/rootfs"
 	mkdir -p "$w/hooks.d" /run/cdi
-	jq --arg p "$hook" '.hook.path = $p' "$src/tools/oci/loopfs-hook.json" \
+	jq --arg p "$hook" '.hook.path = $p' "$src/tools/oci/loopfs.json" \
 		>"$w/hooks.d/loopfs.json"
-	sed "s|$installed|$hook|" "$src/tools/oci/loopfs-cdi.yaml" >/run/cdi/loopfs.yaml
+	sed "s|$installed|$hook|" "$src/tools/oci/loopfs.yaml" >/run/cdi/loopfs.yaml
 	grep -q "path: $hook\$" /run/cdi/loopfs.yaml || fail "CDI spec names no hook"
 	# The host has a bound loop device of its own that no container may see.
 	truncate -s 8M "$w/hostimg"
@@ -190,6 +190,49 @@ two_containers() {
 		"processes that still see a loopfs mount"
 }
 
+# The majors of loopfs's block devices and of its loop-control nodes.
+loopfs_majors() {
+	awk '$2 == "loopfs" && blk { b = $1 }
+		$2 == "loopfs-control" { c = $1 }
+		/^Block devices:/ { blk = 1 }
+		END { print b, c }' /proc/devices
+}
+
+# Unprivileged rootful containers: the device cgroup allows only the
+# devices the container is given, so the instance's nodes need a rule.
+unprivileged_needs_rule() {
+	local out
+	out=$(podman_as_root run --rm "${with_loopfs[@]}" \
+		--network none --rootfs "$w/rootfs" bash -c '
+			head -c 1 /dev/loopfs/loop-control 2>&1 | sed "s/^/open: /"' 2>&1)
+	echo "$out"
+	expect_in "open: head: cannot open '/dev/loopfs/loop-control' for reading: Operation not permitted" \
+		"$out" "the device cgroup refuses loop-control"
+}
+
+unprivileged_with_rule() {
+	local out b c
+	read -r b c < <(loopfs_majors)
+	[ -n "$b" ] && [ -n "$c" ] || fail "no loopfs majors in /proc/devices"
+	out=$(podman_as_root run --rm "${with_loopfs[@]}" \
+		--device-cgroup-rule "b $b:* rw" --device-cgroup-rule "c $c:* rw" \
+		--cap-drop MKNOD --security-opt unmask=/sys/dev/block \
+		--network none --rootfs "$w/rootfs" bash -c '
+			truncate -s 4M /tmp/u.img
+			echo "bound $(losetup --show -f /tmp/u.img)"
+			printf unprivileged | dd of=/dev/loop0 conv=fsync status=none
+			echo "file $(head -c 12 /tmp/u.img)"
+			echo "list $(losetup -l -n -O NAME,BACK-FILE | tr -s " ")"
+			mknod /tmp/other b '"$b"' 0 2>&1 | sed "s/^/mknod: /"
+			losetup -D' 2>&1)
+	echo "$out"
+	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
+	expect_in "file unprivileged" "$out" "raw write through the device"
+	expect_in "list /dev/loop0 /tmp/u.img" "$out" "losetup -l"
+	expect_in "mknod: mknod: /tmp/other: Operation not permitted" "$out" \
+		"mknod without CAP_MKNOD"
+}
+
 # wait_devices N: wait (10 s at most) until N loopfs disks are left.
 wait_devices() {
 	local i
@@ -198,6 +241,82 @@ wait_devices() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# --- rootless: a user with subordinate ids runs podman itself ---
+
+# podman as user $ruid, with a throwaway /etc/subuid and /etc/subgid (and a
+# passwd entry, should the machine have none for $ruid) bound over the
+# host's in this mount namespace.  Rootless podman cannot use cgroups here
+# (nothing delegates them), so its containers run without.
+podman_as_user() {
+	cd "$w/rl/home" || return 1
+	setpriv --reuid="$ruid" --regid="$ruid" --clear-groups \
+		env HOME="$w/rl/home" XDG_RUNTIME_DIR="$w/rl/xdg" \
+		podman --root "$w/rl/storage" --runroot "$w/rl/xdg/run" \
+		--cgroup-manager cgroupfs --events-backend file \
+		--hooks-dir "$w/hooks.d" "$@"
+}
+
+# Podman masks /sys/dev/block in rootless containers, and losetup reaches a
+# device's sysfs directory through it.
+rl_opts=(--cgroups disabled --security-opt unmask=/sys/dev/block
+	--network none --rootfs "$w/rootfs")
+
+rootless_setup() {
+	local f
+	[ -e /etc/subuid ] && [ -e /etc/subgid ] ||
+		fail "no /etc/subuid or /etc/subgid to bind over"
+	mkdir -p "$w/rl/home" "$w/rl/xdg"
+	chown -R "$ruid:$ruid" "$w/rl"
+	chmod 700 "$w/rl/xdg"
+	echo "$ruid:200000:65536" >"$w/rl/subid"
+	for f in /etc/subuid /etc/subgid; do
+		mount --bind "$w/rl/subid" "$f"
+	done
+	if ! getent passwd "$ruid" >/dev/null; then
+		cp /etc/passwd "$w/rl/passwd"
+		echo "loopfs-rootless:x:$ruid:$ruid::$w/rl/home:/bin/sh" >>"$w/rl/passwd"
+		mount --bind "$w/rl/passwd" /etc/passwd
+	fi
+	podman_as_user run --rm "${rl_opts[@]}" true ||
+		fail "rootless podman cannot run a container"
+}
+
+rootless_instance() {
+	local c pid out disks
+	disks=$(loopfs_disks | wc -l)
+	c=$(podman_as_user run -d "${with_loopfs[@]}" "${rl_opts[@]}" sleep 600) ||
+		fail "rootless container"
+	pid=$(podman_as_user inspect -f '{{.State.Pid}}' "$c") || fail "podman inspect"
+	out=$(podman_as_user exec "$c" bash -c '
+		echo "uid_map $(awk "{ print \$1, \$2 }" /proc/self/uid_map)"
+		echo "owner $(stat -c %u:%g /dev/loopfs/loop-control)"
+		truncate -s 4M /tmp/rl.img
+		echo "bound $(losetup --show -f /tmp/rl.img)"
+		printf rootless-data | dd of=/dev/loop0 conv=fsync status=none
+		echo "file $(head -c 13 /tmp/rl.img)"
+		echo "list $(losetup -l -n -O NAME,BACK-FILE | tr -s " ")"
+		mkfs.ext4 -q /dev/loop0
+		mkdir -p /tmp/rl-mnt
+		if mount -o loop /tmp/rl.img /tmp/rl-mnt 2>/dev/null ||
+			mount /dev/loop0 /tmp/rl-mnt 2>/dev/null; then
+			echo "ext4 mounted"
+		else
+			echo "ext4 refused"
+		fi' 2>&1) || true
+	echo "$out"
+	expect_in "uid_map 0 $ruid" "$out" "the container's root is uid $ruid"
+	expect_in "owner 0:0" "$out" "loop-control belongs to the container's root"
+	expect_eq "$ruid" "$(stat -c %u "/proc/$pid/root/dev/loopfs/loop-control")" \
+		"owner seen from the host"
+	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
+	expect_in "file rootless-data" "$out" "raw write through the device"
+	expect_in "list /dev/loop0 /tmp/rl.img" "$out" "losetup -l"
+	expect_in "ext4 refused" "$out" "the kernel refuses ext4 to a user namespace"
+	expect_eq $((disks + 1)) "$(loopfs_disks | wc -l)" "loopfs disks on the host"
+	podman_as_user rm -f -t 0 "$c" >/dev/null || fail "podman rm -f"
+	wait_devices "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
 }
 
 cdi_device() {
@@ -213,7 +332,7 @@ cdi_device() {
 /dev/loop0" "$out" "instance and device through CDI"
 }
 
-tap_plan 8
+tap_plan 12
 run_test "set-up: podman runs a container on a rootfs of the host's binaries" setup
 run_test "rootful: losetup -f, --show -f, mkfs, mount; losetup -a and /sys/block show only the container's devices" rootful_basics
 run_test "rootful: mount -o loop takes the container's loop0 and autoclears it" rootful_mount_loop
@@ -221,5 +340,9 @@ run_test "no annotation: no instance, no loop nodes" no_annotation_no_instance
 run_test "io.loopfs.max=2 caps the instance at two devices" max_annotation
 run_test "io.loopfs.max that is not a number stops the container from starting" bad_max_refused
 run_test "two containers have independent loop0; podman rm -f leaves no device or mount" two_containers
+run_test "unprivileged rootful: the device cgroup refuses the instance's nodes without a rule" unprivileged_needs_rule
+run_test "unprivileged rootful with device-cgroup rules for loopfs's majors and no CAP_MKNOD: losetup and raw I/O work" unprivileged_with_rule
 run_test "CDI: --device loopfs.io/instance=default gives the container its instance" cdi_device
+run_test "rootless: set-up, subordinate ids for uid $ruid" rootless_setup
+run_test "rootless: the instance belongs to the container's root; losetup and raw I/O work, ext4 mounts are refused; podman rm -f leaves nothing" rootless_instance
 tap_done

@@ -21,7 +21,8 @@ dkms_extra=(etc/modprobe.d/loopfs.conf usr/lib/udev/rules.d/59-loopfs.rules
 mapfile -t module_srcs < <(cd "$src" && git ls-files -- Kbuild '*.c' '*.h' | grep -v /)
 tools_files=(usr/bin/loopfs-run usr/share/man/man1/loopfs-run.1.gz
 	usr/share/man/man5/loopfs.5.gz usr/share/doc/loopfs-tools/README.md.gz
-	usr/share/doc/loopfs-tools/copyright)
+	usr/share/doc/loopfs-tools/copyright usr/libexec/loopfs/loopfs-oci-hook
+	usr/share/containers/oci/hooks.d/loopfs.json etc/cdi/loopfs.yaml)
 mapfile -t doc_mds < <(cd "$src" && git ls-files -- 'docs/*.md')
 
 # build, 2 file names, dkms: source files + Makefile + dkms.conf + extras,

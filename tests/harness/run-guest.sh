@@ -79,7 +79,8 @@ rm -f "$build/results/$run_name.totals"
 # suite is reported on fd 3 (a failure of the run, never a silent skip); so
 # is a script in the default set with a "#!" line but no executable bit.
 default_suites=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
-	tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh' bench/smoke.sh)
+	tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh'
+	tests/containers/'*.sh' bench/smoke.sh)
 list_suites() {
 	local pats=("$@") p f n explicit
 	set +f
