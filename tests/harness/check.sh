@@ -121,11 +121,11 @@ if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ] && { [ "${CHECK_DEBUG
 	# (300 s in make check-debug), and the memory cgroup suite, which
 	# measures what a group's limit holds (the same under KASAN) and takes
 	# six minutes there, is left to the stock kernels; tenants.sh still
-	# drives the driver's memcg charging under KASAN and lockdep. So is
-	# the Podman suite, which tests the OCI hook (userspace) with the
-	# distribution's kernels that containers run on.
+	# drives the driver's memcg charging under KASAN and lockdep. So are
+	# the container manager suites, which test the OCI hook (userspace)
+	# with the distribution's kernels that containers run on.
 	LOOPFS_FUZZ_SECONDS=${LOOPFS_FUZZ_SECONDS:-120} MAKE="$MAKE" \
-		SUITES_EXCEPT=${SUITES_EXCEPT-bench/smoke.sh tests/security/memory.sh tests/containers/podman.sh} \
+		SUITES_EXCEPT=${SUITES_EXCEPT-bench/smoke.sh tests/security/memory.sh tests/containers/podman.sh tests/containers/lxc.sh} \
 		"$here/../debug/check-debug.sh" | tee "$out"
 	rc=${PIPESTATUS[0]}
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1 | tr -d ,)

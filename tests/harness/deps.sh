@@ -19,7 +19,7 @@ pkgs=(
 	f2fs-tools xfsprogs btrfs-progs
 	libseccomp-dev fuse2fs fuse3 gnuplot-nox
 	# container managers the OCI hook is tested with
-	podman crun conmon jq
+	podman crun conmon jq lxc
 )
 
 missing=()

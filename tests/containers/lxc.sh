@@ -1,0 +1,172 @@
+#!/bin/bash
+# loopfs-timeout: 600
+# LXC gives a container a loopfs instance of its own through
+# tools/oci/loopfs-oci-hook run as lxc.hook.autodev: privileged and
+# unprivileged (root-started, with an id map) containers on a rootfs made
+# of the host's /usr and /etc, no network.  Runs as root in a guest.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../tools/lib.sh"
+in_private_mount_ns "$@"
+
+src=$(cd "$here/../.." && pwd)
+hook=$src/tools/oci/loopfs-oci-hook
+w=$(mktemp -d /tmp/loopfs-lxc.XXXXXX)
+chmod 755 "$w"
+# The id range an unprivileged container's root and users map to.
+idbase=300000
+
+cleanup() {
+	local c
+	for c in priv unpriv; do
+		lxc-stop -n "$c" -k >/dev/null 2>&1
+	done
+	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
+	true
+}
+trap cleanup EXIT
+
+# A root directory made of the host's binaries: /usr and /etc read-only,
+# the rest empty and writable.
+make_rootfs() {
+	local r=$1 l
+	mkdir -p "$r"/{usr,etc,dev,proc,sys,tmp,run,root,var,mnt}
+	for l in bin sbin lib lib64; do
+		ln -s "usr/$l" "$r/$l"
+	done
+	mount --rbind /usr "$r/usr"
+	mount -o remount,bind,ro "$r/usr"
+	mount --rbind /etc "$r/etc"
+	mount -o remount,bind,ro "$r/etc"
+	chmod 1777 "$r/tmp"
+}
+
+# write_config NAME [CONFIG LINE...]: a container on the shared rootfs
+# whose autodev hook gives it an instance of max=4 and whose device cgroup
+# lets it open the instance's nodes.
+write_config() {
+	local name=$1 b c
+	shift
+	read -r b c < <(awk '$2 == "loopfs" && blk { b = $1 }
+		$2 == "loopfs-control" { c = $1 }
+		/^Block devices:/ { blk = 1 }
+		END { print b, c }' /proc/devices)
+	mkdir -p "/var/lib/lxc/$name"
+	{
+		echo "lxc.include = /usr/share/lxc/config/common.conf"
+		echo "lxc.uts.name = $name"
+		echo "lxc.rootfs.path = dir:$w/rootfs-$name"
+		echo "lxc.net.0.type = empty"
+		echo "lxc.apparmor.profile = unconfined"
+		echo "lxc.autodev = 1"
+		echo "lxc.hook.autodev = $hook max=4"
+		echo "lxc.cgroup2.devices.allow = b $b:* rw"
+		echo "lxc.cgroup2.devices.allow = c $c:* rw"
+		echo "lxc.init.cmd = /bin/sleep 600"
+		printf '%s\n' "$@"
+	} >"/var/lib/lxc/$name/config"
+}
+
+setup() {
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+	command -v lxc-start >/dev/null || fail "lxc is not installed"
+	mount -t tmpfs -o mode=0755 tmpfs /var/lib/lxc
+	make_rootfs "$w/rootfs-priv"
+	make_rootfs "$w/rootfs-unpriv"
+	chown "$idbase:$idbase" "$w/rootfs-unpriv"/{tmp,root,mnt,run,var}
+	# LXC maps ids with newuidmap, which needs root's subordinate ids:
+	# a throwaway /etc/subuid and /etc/subgid in this mount namespace.
+	[ -e /etc/subuid ] && [ -e /etc/subgid ] ||
+		fail "no /etc/subuid or /etc/subgid to bind over"
+	echo "root:$idbase:65536" >"$w/subid"
+	mount --bind "$w/subid" /etc/subuid
+	mount --bind "$w/subid" /etc/subgid
+	write_config priv
+	write_config unpriv "lxc.idmap = u 0 $idbase 65536" \
+		"lxc.idmap = g 0 $idbase 65536"
+	truncate -s 8M "$w/hostimg"
+	hostdev=$(losetup --show -f "$w/hostimg")
+}
+
+# Inside a container: losetup, mkfs, mount -o loop (if it may), listing.
+inside='
+truncate -s 32M /tmp/img
+echo "control $(readlink /dev/loop-control)"
+echo "bound $(losetup --show -f /tmp/img)"
+printf lxc-data | dd of=/dev/loop0 conv=fsync status=none
+echo "file $(head -c 8 /tmp/img)"
+echo "list $(losetup -l -n -O NAME,BACK-FILE | tr -s " " | tr "\n" ";")"
+echo "sysblock $(ls /sys/block | tr "\n" " ")"
+mkfs.ext4 -q -F /tmp/img
+mkdir -p /tmp/m
+if mount -o loop /tmp/img /tmp/m 2>/dev/null; then
+	echo hello >/tmp/m/f
+	echo "mounted $(findmnt -n -o SOURCE /tmp/m)"
+	umount /tmp/m
+else
+	echo "mount refused"
+fi
+losetup -D
+echo "after-D $(losetup -l -n | wc -l)"
+'
+
+# run_container NAME: start it, run $inside, stop it; nothing may be left.
+run_container() {
+	local name=$1 disks out pid
+	disks=$(loopfs_disks | wc -l)
+	if ! lxc-start -n "$name" -l INFO -o "$w/$name.log"; then
+		grep ERROR "$w/$name.log"
+		fail "lxc-start $name"
+		return 1
+	fi
+	lxc-wait -n "$name" -s RUNNING -t 30 || { fail "$name is not running"; return 1; }
+	pid=$(lxc-info -n "$name" -p -H)
+	echo "owner $(stat -c %u "/proc/$pid/root/dev/loopfs/loop-control")"
+	lxc-attach -n "$name" -- bash -c "$inside" 2>&1
+	lxc-stop -n "$name" -k || { fail "lxc-stop $name"; return 1; }
+	wait_for_disks "$disks" ||
+		{ fail "devices left: $(loopfs_disks | tr '\n' ' ')"; return 1; }
+}
+
+# wait_for_disks N: wait (10 s at most) until N loopfs disks are left.
+wait_for_disks() {
+	local i
+	for i in $(seq 100); do
+		[ "$(loopfs_disks | wc -l)" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+privileged() {
+	local out
+	out=$(run_container priv) || { echo "$out"; return 1; }
+	echo "$out"
+	expect_in "owner 0" "$out" "loop-control's owner on the host"
+	expect_in "control loopfs/loop-control" "$out" "/dev/loop-control"
+	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
+	expect_in "file lxc-data" "$out" "raw write through the device"
+	expect_in "list /dev/loop0 /tmp/img;" "$out" "losetup -l"
+	expect_in "sysblock loop0 
+" "$out" "/sys/block"
+	expect_in "mounted /dev/loop0" "$out" "mount -o loop"
+	expect_in "after-D 0" "$out" "losetup -D"
+}
+
+unprivileged() {
+	local out
+	out=$(run_container unpriv) || { echo "$out"; return 1; }
+	echo "$out"
+	expect_in "owner $idbase" "$out" "loop-control's owner on the host"
+	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
+	expect_in "file lxc-data" "$out" "raw write through the device"
+	expect_in "list /dev/loop0 /tmp/img;" "$out" "losetup -l"
+	expect_in "mount refused" "$out" "ext4 in a user namespace"
+	expect_in "after-D 0" "$out" "losetup -D"
+}
+
+tap_plan 3
+run_test "set-up: LXC configuration for a privileged and an unprivileged container" setup
+run_test "privileged: instance owned by host root; losetup, raw I/O, mount -o loop; only its devices listed; nothing left after lxc-stop" privileged
+run_test "unprivileged: instance owned by the container's root (uid $idbase); losetup and raw I/O; ext4 refused; nothing left after lxc-stop" unprivileged
+tap_done
