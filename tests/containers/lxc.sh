@@ -6,7 +6,7 @@
 # of the host's /usr and /etc, no network.  Runs as root in a guest.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tools/lib.sh"
+. "$here/lib.sh"
 in_private_mount_ns "$@"
 
 src=$(cd "$here/../.." && pwd)
@@ -26,31 +26,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A root directory made of the host's binaries: /usr and /etc read-only,
-# the rest empty and writable.
-make_rootfs() {
-	local r=$1 l
-	mkdir -p "$r"/{usr,etc,dev,proc,sys,tmp,run,root,var,mnt}
-	for l in bin sbin lib lib64; do
-		ln -s "usr/$l" "$r/$l"
-	done
-	mount --rbind /usr "$r/usr"
-	mount -o remount,bind,ro "$r/usr"
-	mount --rbind /etc "$r/etc"
-	mount -o remount,bind,ro "$r/etc"
-	chmod 1777 "$r/tmp"
-}
-
 # write_config NAME [CONFIG LINE...]: a container on the shared rootfs
 # whose autodev hook gives it an instance of max=4 and whose device cgroup
 # lets it open the instance's nodes.
 write_config() {
 	local name=$1 b c
 	shift
-	read -r b c < <(awk '$2 == "loopfs" && blk { b = $1 }
-		$2 == "loopfs-control" { c = $1 }
-		/^Block devices:/ { blk = 1 }
-		END { print b, c }' /proc/devices)
+	read -r b c < <(loopfs_majors)
 	mkdir -p "/var/lib/lxc/$name"
 	{
 		echo "lxc.include = /usr/share/lxc/config/common.conf"
@@ -126,16 +108,6 @@ run_container() {
 	lxc-stop -n "$name" -k || { fail "lxc-stop $name"; return 1; }
 	wait_for_disks "$disks" ||
 		{ fail "devices left: $(loopfs_disks | tr '\n' ' ')"; return 1; }
-}
-
-# wait_for_disks N: wait (10 s at most) until N loopfs disks are left.
-wait_for_disks() {
-	local i
-	for i in $(seq 100); do
-		[ "$(loopfs_disks | wc -l)" -eq "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 privileged() {

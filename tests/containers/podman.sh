@@ -7,7 +7,7 @@
 # storage on tmpfs and no network.  Runs as root in a guest.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../tools/lib.sh"
+. "$here/lib.sh"
 in_private_mount_ns "$@"
 
 src=$(cd "$here/../.." && pwd)
@@ -40,21 +40,6 @@ cleanup() {
 	true
 }
 trap cleanup EXIT
-
-# A root directory made of the host's binaries: /usr and /etc read-only,
-# the rest empty and writable.
-make_rootfs() {
-	local r=$1 l
-	mkdir -p "$r"/{usr,etc,dev,proc,sys,tmp,run,root,var,mnt}
-	for l in bin sbin lib lib64; do
-		ln -s "usr/$l" "$r/$l"
-	done
-	mount --rbind /usr "$r/usr"
-	mount -o remount,bind,ro "$r/usr"
-	mount --rbind /etc "$r/etc"
-	mount -o remount,bind,ro "$r/etc"
-	chmod 1777 "$r/tmp"
-}
 
 setup() {
 	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
@@ -185,17 +170,9 @@ two_containers() {
 	expect_eq /dev/loop0 "$out" "a lists only its own device"
 	expect_eq $((disks + 2)) "$(loopfs_disks | wc -l)" "loopfs disks on the host"
 	podman_as_root rm -f -t 0 "$a" "$b" >/dev/null || fail "podman rm -f"
-	wait_devices "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
 	expect_eq 0 "$(grep -l ' - loop ' /proc/[0-9]*/mountinfo 2>/dev/null | wc -l)" \
 		"processes that still see a loopfs mount"
-}
-
-# The majors of loopfs's block devices and of its loop-control nodes.
-loopfs_majors() {
-	awk '$2 == "loopfs" && blk { b = $1 }
-		$2 == "loopfs-control" { c = $1 }
-		/^Block devices:/ { blk = 1 }
-		END { print b, c }' /proc/devices
 }
 
 # Unprivileged rootful containers: the device cgroup allows only the
@@ -231,16 +208,6 @@ unprivileged_with_rule() {
 	expect_in "list /dev/loop0 /tmp/u.img" "$out" "losetup -l"
 	expect_in "mknod: mknod: /tmp/other: Operation not permitted" "$out" \
 		"mknod without CAP_MKNOD"
-}
-
-# wait_devices N: wait (10 s at most) until N loopfs disks are left.
-wait_devices() {
-	local i
-	for i in $(seq 100); do
-		[ "$(loopfs_disks | wc -l)" -eq "$1" ] && return 0
-		sleep 0.1
-	done
-	return 1
 }
 
 # --- rootless: a user with subordinate ids runs podman itself ---
@@ -316,7 +283,7 @@ rootless_instance() {
 	expect_in "ext4 refused" "$out" "the kernel refuses ext4 to a user namespace"
 	expect_eq $((disks + 1)) "$(loopfs_disks | wc -l)" "loopfs disks on the host"
 	podman_as_user rm -f -t 0 "$c" >/dev/null || fail "podman rm -f"
-	wait_devices "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
 }
 
 cdi_device() {

@@ -1,0 +1,38 @@
+# shellcheck shell=bash
+# Helpers for the container manager suites (tests/containers/*.sh): the
+# tools suites' helpers plus what only these use.
+. "$(dirname "${BASH_SOURCE[0]}")/../tools/lib.sh"
+
+# make_rootfs DIR: a root directory made of the host's binaries: /usr and
+# /etc bound read-only, the rest empty and writable.
+make_rootfs() {
+	local r=$1 l
+	mkdir -p "$r"/{usr,etc,dev,proc,sys,tmp,run,root,var,mnt}
+	for l in bin sbin lib lib64; do
+		ln -s "usr/$l" "$r/$l"
+	done
+	mount --rbind /usr "$r/usr"
+	mount -o remount,bind,ro "$r/usr"
+	mount --rbind /etc "$r/etc"
+	mount -o remount,bind,ro "$r/etc"
+	chmod 1777 "$r/tmp"
+}
+
+# The majors of loopfs's block devices and of its loop-control nodes, which
+# a container's device cgroup must allow.
+loopfs_majors() {
+	awk '$2 == "loopfs" && blk { b = $1 }
+		$2 == "loopfs-control" { c = $1 }
+		/^Block devices:/ { blk = 1 }
+		END { print b, c }' /proc/devices
+}
+
+# wait_for_disks N: wait (10 s at most) until N loopfs disks are left.
+wait_for_disks() {
+	local _
+	for _ in $(seq 100); do
+		[ "$(loopfs_disks | wc -l)" -eq "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
