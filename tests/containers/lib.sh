@@ -3,6 +3,10 @@
 # tools suites' helpers plus what only these use.
 . "$(dirname "${BASH_SOURCE[0]}")/../tools/lib.sh"
 
+# The tree under test and its OCI hook.
+src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+hook=$src/tools/oci/loopfs-oci-hook
+
 # make_rootfs DIR: a root directory made of the host's binaries: /usr and
 # /etc bound read-only, the rest empty and writable.
 make_rootfs() {

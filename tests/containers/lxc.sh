@@ -9,8 +9,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 in_private_mount_ns "$@"
 
-src=$(cd "$here/../.." && pwd)
-hook=$src/tools/oci/loopfs-oci-hook
 w=$(mktemp -d /tmp/loopfs-lxc.XXXXXX)
 chmod 755 "$w"
 # The id range an unprivileged container's root and users map to.

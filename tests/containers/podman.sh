@@ -10,8 +10,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 in_private_mount_ns "$@"
 
-src=$(cd "$here/../.." && pwd)
-hook=$src/tools/oci/loopfs-oci-hook
 ruid=${LOOPFS_UNPRIV_UID:-1000}
 w=$(mktemp -d /tmp/loopfs-podman.XXXXXX)
 chmod 755 "$w"
