@@ -284,6 +284,32 @@ rootless_instance() {
 	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
 }
 
+# The hook as a runtime would run it, on a bundle whose rootfs has no /dev
+# mount: an image's dev that is a symlink to a host directory, and one that
+# is a plain directory.  The hook must refuse both and change nothing.
+hook_refuses_image_dev() {
+	local b=$w/evil out
+	mkdir -p "$b/rootfs" "$w/hostdir"
+	touch "$w/hostdir/loop0" "$w/hostdir/keep"
+	ln -s "$w/hostdir" "$b/rootfs/dev"
+	jq -n --arg r "$b/rootfs" '{root: {path: $r}}' >"$b/config.json"
+	jq -n --arg b "$b" '{bundle: $b, pid: 0, annotations: {}}' >"$b/state"
+	if out=$("$hook" <"$b/state" 2>&1); then
+		fail "the hook accepted a symlinked dev: $out"
+	fi
+	echo "$out"
+	expect_in "is not a mount of the container's own" "$out" "symlinked dev"
+	rm "$b/rootfs/dev"
+	mkdir "$b/rootfs/dev"
+	if out=$("$hook" <"$b/state" 2>&1); then
+		fail "the hook accepted an unmounted dev: $out"
+	fi
+	expect_eq "keep loop0" "$(ls "$w/hostdir" | tr '\n' ' ' | sed 's/ $//')" \
+		"the directory the symlink named"
+	expect_eq "" "$(ls "$b/rootfs/dev")" "the image's dev"
+	expect_eq 0 "$(findmnt -n -t loop | wc -l)" "loopfs mounts"
+}
+
 cdi_device() {
 	local out
 	out=$(podman_as_root run --rm \
@@ -297,7 +323,7 @@ cdi_device() {
 /dev/loop0" "$out" "instance and device through CDI"
 }
 
-tap_plan 12
+tap_plan 13
 run_test "set-up: podman runs a container on a rootfs of the host's binaries" setup
 run_test "rootful: losetup -f, --show -f, mkfs, mount; losetup -a and /sys/block show only the container's devices" rootful_basics
 run_test "rootful: mount -o loop takes the container's loop0 and autoclears it" rootful_mount_loop
@@ -307,6 +333,7 @@ run_test "io.loopfs.max that is not a number stops the container from starting" 
 run_test "two containers have independent loop0; podman rm -f leaves no device or mount" two_containers
 run_test "unprivileged rootful: the device cgroup refuses the instance's nodes without a rule" unprivileged_needs_rule
 run_test "unprivileged rootful with device-cgroup rules for loopfs's majors and no CAP_MKNOD: losetup and raw I/O work" unprivileged_with_rule
+run_test "the hook refuses an image's own dev (a symlink or an unmounted directory) and changes nothing" hook_refuses_image_dev
 run_test "CDI: --device loopfs.io/instance=default gives the container its instance" cdi_device
 run_test "rootless: set-up, subordinate ids for uid $ruid" rootless_setup
 run_test "rootless: the instance belongs to the container's root; losetup and raw I/O work, ext4 mounts are refused; podman rm -f leaves nothing" rootless_instance
