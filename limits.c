@@ -9,6 +9,7 @@
 
 #include <linux/capability.h>
 #include <linux/cred.h>
+#include <linux/error-injection.h>
 #include <linux/fs.h>
 #include <linux/hashtable.h>
 #include <linux/slab.h>
@@ -136,6 +137,8 @@ out_free:
 	kfree(spare);
 	return err;
 }
+
+ALLOW_ERROR_INJECTION(loopfs_charge, ERRNO);
 
 void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
 {

@@ -21,6 +21,10 @@
  *     chain of loop devices backing each other sees stable states.
  * The I/O path takes none of them: state changes freeze the queue. Each
  * device runs its requests on its own workqueue.
+ *
+ * Steps whose failure has an unwind of its own are marked
+ * ALLOW_ERROR_INJECTION (static ones kept out of line) for the debug
+ * kernel's fail_function (tests/debug/faults.sh).
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
@@ -31,6 +35,7 @@
 #include <linux/capability.h>
 #include <linux/compat.h>
 #include <linux/cred.h>
+#include <linux/error-injection.h>
 #include <linux/falloc.h>
 #include <linux/file.h>
 #include <linux/fs.h>
@@ -863,8 +868,9 @@ static int shim_check_file_ops(struct file *file)
  * a first bind and for LOOP_CHANGE_FD, in the in-tree driver's order: the
  * chain of backing files, the owner's policy, then the flags.
  */
-static int shim_may_back(struct loop_dev *ldev, struct block_device *bdev,
-			 struct file *file, u32 flags)
+static noinline int shim_may_back(struct loop_dev *ldev,
+				  struct block_device *bdev,
+				  struct file *file, u32 flags)
 {
 	int err;
 
@@ -879,6 +885,8 @@ static int shim_may_back(struct loop_dev *ldev, struct block_device *bdev,
 		return -EPERM;
 	return 0;
 }
+
+ALLOW_ERROR_INJECTION(shim_may_back, ERRNO);
 
 /*
  * Device writes land at any offset of the file: only a file its opener may
@@ -940,7 +948,8 @@ static unsigned int shim_block_size(struct loop_dev *ldev, unsigned int bsize)
 }
 
 /* Caller has the queue frozen or the device unbound. */
-static int shim_apply_limits(struct loop_dev *ldev, unsigned int bsize)
+static noinline int shim_apply_limits(struct loop_dev *ldev,
+				      unsigned int bsize)
 {
 	struct block_device *backing = shim_backing_bdev(ldev->file);
 	struct compat_limits cl = { };
@@ -957,6 +966,8 @@ static int shim_apply_limits(struct loop_dev *ldev, unsigned int bsize)
 	cl.rotational = backing && !bdev_nonrot(backing);
 	return compat_apply_limits(ldev->disk->queue, &cl);
 }
+
+ALLOW_ERROR_INJECTION(shim_apply_limits, ERRNO);
 
 static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 {
@@ -2018,6 +2029,8 @@ out_free:
 	return ERR_PTR(err);
 }
 
+ALLOW_ERROR_INJECTION(loop_dev_create, ERRNO);
+
 void *loop_dev_owner(struct loop_dev *ldev)
 {
 	return ldev->owner;
@@ -2088,11 +2101,33 @@ out:
 	return err;
 }
 
+ALLOW_ERROR_INJECTION(loop_dev_claim_for_removal, ERRNO);
+
 /* The device is LD_DELETING. The rest happens in shim_free_disk(). */
 void loop_dev_destroy(struct loop_dev *ldev)
 {
 	del_gendisk(ldev->disk);
 	put_disk(ldev->disk);
+}
+
+/*
+ * Delete a device its owner never handed out, now, even if the host's udev
+ * has it open (del_gendisk() copes with openers). One that a host opener
+ * bound meanwhile is left to its last close, as an orphan.
+ */
+void loop_dev_discard(struct loop_dev *ldev)
+{
+	bool now;
+
+	mutex_lock(&ldev->lock);
+	now = ldev->state == LD_UNBOUND;
+	if (now)
+		WRITE_ONCE(ldev->state, LD_DELETING);
+	mutex_unlock(&ldev->lock);
+	if (now)
+		loop_dev_destroy(ldev);
+	else
+		loop_dev_orphan(ldev);
 }
 
 void loop_dev_orphan(struct loop_dev *ldev)

@@ -67,8 +67,8 @@ struct loop_dev_config {
  *
  * Return: the device, or an ERR_PTR(): -ENOSPC when the shim's minors are
  * used up, -ENOMEM, or what add_disk() returned. The device lives until
- * loop_dev_destroy() or loop_dev_orphan() and its last close; then
- * @cfg->ops->released is called.
+ * loop_dev_destroy(), loop_dev_discard() or loop_dev_orphan() and its last
+ * close; then @cfg->ops->released is called.
  */
 struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg);
 
@@ -151,6 +151,16 @@ void loop_dev_destroy(struct loop_dev *ldev);
  * destroyed now; an open one on its last close.
  */
 void loop_dev_orphan(struct loop_dev *ldev);
+
+/**
+ * loop_dev_discard() - the owner failed to hand a new device out
+ * @ldev: the device
+ *
+ * No callback but @released follows. An unbound device's disk is deleted
+ * now even if open (only the host can have opened it), so its name can be
+ * used again at once; one the host bound meanwhile is orphaned.
+ */
+void loop_dev_discard(struct loop_dev *ldev);
 
 int loop_shim_init(void);
 void loop_shim_exit(void);

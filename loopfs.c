@@ -12,6 +12,10 @@
  * own devices under their instance names, for a container to bind over
  * /sys/block.
  *
+ * The steps whose failure has an unwind of its own are marked
+ * ALLOW_ERROR_INJECTION (and kept out of line), so that the debug kernel's
+ * fail_function can fail each of them in turn (tests/debug/faults.sh).
+ *
  * Lock order: root directory inode lock -> instance->lock -> view
  * directory inode lock (a child of the root's) -> (loop_shim's locks) ;
  * loopfs_limits_lock is innermost.
@@ -22,6 +26,7 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/ctype.h>
+#include <linux/error-injection.h>
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
@@ -192,9 +197,10 @@ static void loopfs_remove_entry(struct dentry *dir, const char *name)
 }
 
 /* @ident: what a block node names (loopfs_node_ident()). */
-static int loopfs_add_node(struct super_block *sb, const char *name,
-			   umode_t mode, dev_t devt, unsigned long ident,
-			   const struct file_operations *fops)
+static noinline int loopfs_add_node(struct super_block *sb,
+				    const char *name, umode_t mode, dev_t devt,
+				    unsigned long ident,
+				    const struct file_operations *fops)
 {
 	struct inode *inode;
 
@@ -210,6 +216,8 @@ static int loopfs_add_node(struct super_block *sb, const char *name,
 		inode->i_fop = fops;
 	return PTR_ERR_OR_ZERO(loopfs_add_entry(sb->s_root, name, inode));
 }
+
+ALLOW_ERROR_INJECTION(loopfs_add_node, ERRNO);
 
 static void loopfs_remove_node(struct super_block *sb, const char *name)
 {
@@ -350,7 +358,8 @@ static void loopfs_unlock_view(struct loopfs_instance *inst)
 	inode_unlock(d_inode(inst->view));
 }
 
-static int loopfs_add_view_link(struct loopfs_instance *inst, int index)
+static noinline int loopfs_add_view_link(struct loopfs_instance *inst,
+					 int index)
 {
 	struct inode *inode;
 	char name[32];
@@ -374,6 +383,8 @@ static int loopfs_add_view_link(struct loopfs_instance *inst, int index)
 	loopfs_unlock_view(inst);
 	return err;
 }
+
+ALLOW_ERROR_INJECTION(loopfs_add_view_link, ERRNO);
 
 static void loopfs_remove_view_link(struct loopfs_instance *inst, int index)
 {
@@ -462,11 +473,12 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	if (err) {
 		/*
 		 * The disk is already visible on the host, where udev may
-		 * have it open: orphaning destroys it now or at that close.
+		 * have it open. It goes now all the same: the index is free
+		 * again, and so must be the disk's name.
 		 */
 		xa_erase(&inst->devices, index);
 		inst->nr_devices--;
-		loop_dev_orphan(dev->ldev);
+		loop_dev_discard(dev->ldev);
 		return err;
 	}
 	return index;
@@ -759,7 +771,7 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 }
 
 /* The empty view directory, read-only for everybody. */
-static int loopfs_add_view(struct super_block *sb)
+static noinline int loopfs_add_view(struct super_block *sb)
 {
 	struct loopfs_instance *inst = sb->s_fs_info;
 	struct dentry *view;
@@ -778,6 +790,8 @@ static int loopfs_add_view(struct super_block *sb)
 	inst->view = view;
 	return 0;
 }
+
+ALLOW_ERROR_INJECTION(loopfs_add_view, ERRNO);
 
 static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 {
