@@ -2,9 +2,11 @@
 # Host side of `make bench`: for every kernel, boot one guest (the test
 # harness's tests/harness/run-guest.sh --run) that runs bench/guest-bench.sh
 # (all targets side by side in that one boot), then render
-# .build/bench/results-<kver>.md and .png and print them.
+# .build/bench/results-<kver>.md and .png and print them. With --profile the
+# guest runs bench/guest-profile.sh instead (one fio case under perf, stock
+# and loopfs) and its report goes to .build/bench/profile-<kver>.md.
 #
-#   bench/bench.sh [--smoke]
+#   bench/bench.sh [--smoke|--profile]
 #
 # Env: BENCH_KVERS (default: the 6.1 and 6.12 guest kernels, not -rt),
 # BENCH_DISK_MB (ext4 virtio disk, default 1024), BENCH_TIMEOUT (s per guest,
@@ -17,8 +19,12 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(dirname "$here")
 harness=$repo/tests/harness
 build=$repo/.build
-smoke=()
-[ "${1:-}" = --smoke ] && smoke=(--smoke)
+mode=()
+guest=bench/guest-bench.sh
+case ${1:-} in
+--smoke) mode=(--smoke) ;;
+--profile) guest=bench/guest-profile.sh ;;
+esac
 
 if [ -n "${BENCH_KVERS:-}" ]; then
 	read -ra kvers <<<"$BENCH_KVERS"
@@ -47,7 +53,7 @@ for kver in "${kvers[@]}"; do
 	rc=0
 	GUEST_RUN_NAME=$name GUEST_DISK=$disk GUEST_MEM=${BENCH_MEM:-2048} \
 		GUEST_TIMEOUT=${BENCH_TIMEOUT:-1800} "$harness/run-guest.sh" --run "$kver" \
-		bench/guest-bench.sh "${smoke[@]}" /run/loopfs-results/data >"$build/bench/$kver.log" 2>&1 ||
+		"$guest" "${mode[@]}" /run/loopfs-results/data >"$build/bench/$kver.log" 2>&1 ||
 		rc=$?
 	rm -f "$disk"
 	echo "bench: $kver: guest finished in $(($(date +%s) - t0)) s (exit $rc)"
@@ -65,8 +71,14 @@ for kver in "${kvers[@]}"; do
 		failed=1
 		continue
 	fi
-	"$here/report.sh" "$run/data" "$build/bench/results-$kver.md"
-	reports+=("$build/bench/results-$kver.md")
+	if [ "$guest" = bench/guest-profile.sh ]; then
+		sed -n '/^# /,$p' "$run/out.log" >"$build/bench/profile-$kver.md"
+		cat "$build/bench/profile-$kver.md"
+		reports+=("$build/bench/profile-$kver.md")
+	else
+		"$here/report.sh" "$run/data" "$build/bench/results-$kver.md"
+		reports+=("$build/bench/results-$kver.md")
+	fi
 	echo
 done
 echo "bench: total $(($(date +%s) - start)) s; reports: ${reports[*]:-none}"

@@ -18,6 +18,8 @@ pkgs=(
 	util-linux mount fdisk e2fsprogs fio procps coreutils uidmap
 	f2fs-tools xfsprogs btrfs-progs
 	libseccomp-dev fuse2fs fuse3 gnuplot-nox
+	# make bench-profile
+	linux-perf
 	# container managers the OCI hook is tested with
 	podman crun conmon jq lxc
 )
