@@ -46,6 +46,7 @@
 #include <linux/memcontrol.h>
 #include <linux/pagemap.h>
 #include <linux/sched/mm.h>
+#include <linux/sched/stat.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/uio.h>
@@ -61,8 +62,14 @@
 /* Spacing, in tmpfs requests, of hand-offs that probe for a streaming submitter. */
 #define SHIM_PROBE_MIN		16
 #define SHIM_PROBE_MAX		4096
-/* tmpfs requests handed to a streaming submitter's worker: see shim_copy_inline() */
-#define SHIM_STREAM_BACKLOG	2
+/*
+ * tmpfs requests a streaming submitter's worker holds at most, of requests
+ * below and from SHIM_SPREAD_MIN bytes: see shim_copy_inline().
+ */
+#define SHIM_STREAM_SMALL	4
+#define SHIM_STREAM_LARGE	2
+/* Hand-offs in a row that the submitter waited for, to stop streaming. */
+#define SHIM_STREAM_WAITS	16
 #define SHIM_SPREAD_MIN		SZ_64K
 /* 1280 KiB per request, as the in-tree driver allows. */
 #define SHIM_MAX_HW_SECTORS	2560
@@ -86,21 +93,29 @@ enum shim_io_mode {
  * batch instead of one per request, and leaves the submitting CPU free.
  */
 struct shim_queue {
-	spinlock_t lock;	/* protects list */
+	spinlock_t lock;	/* protects list and kicked */
 	struct list_head list;
+	/*
+	 * The work is queued and will drain list: a submitter queues it only
+	 * when this is clear, so one that keeps requests coming pays for
+	 * queue_work() (the pool's lock, often a wakeup) once per batch.
+	 */
+	bool kicked;
 	struct work_struct work;
 	struct loop_dev *ldev;
 	atomic_t inflight;	/* requests started and not yet ended */
 	atomic_t deferred;	/* of those, handed to the worker */
 	/*
-	 * Whether the submitter keeps requests in flight while one is with
-	 * the worker, which tmpfs requests are served by (a hint: read and
-	 * written without locks). depth_seen: a request arrived while one
-	 * was with the worker; streaming: that was so when the worker last
-	 * went idle; probe_in, probe_every: countdown to, and spacing of,
-	 * the next request handed off only to find out.
+	 * Whether the submitter keeps requests coming while one is with the
+	 * worker, which tmpfs requests are served by (hints: read and written
+	 * without locks). arrivals: tmpfs requests queued so far; waits:
+	 * hand-offs in a row during which none arrived; streaming: some
+	 * arrived while a request was with the worker, and waits is below
+	 * SHIM_STREAM_WAITS; probe_in, probe_every: countdown to, and spacing
+	 * of, the next request handed off only to find out.
 	 */
-	bool depth_seen;
+	unsigned int arrivals;
+	unsigned int waits;
 	bool streaming;
 	unsigned int probe_in;
 	unsigned int probe_every;
@@ -171,6 +186,7 @@ struct shim_cmd {
 	struct bio_vec *bvec;
 	struct list_head node;
 	bool deferred;		/* counted in shim_queue.deferred */
+	unsigned int arrivals;	/* shim_queue.arrivals when deferred */
 	/* The submitter's cgroups, which the worker charges for the I/O. */
 	struct cgroup_subsys_state *blkcg_css;
 	struct cgroup_subsys_state *memcg_css;	/* referenced */
@@ -484,18 +500,29 @@ static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
 }
 
 /*
- * The worker's last request ended: if no request came in meanwhile, its
- * submitter waited for it, so hand off less often; else keep feeding it.
+ * A request the worker served ended. If others came in meanwhile, the
+ * submitter streams: keep feeding the worker. If none did, it waited for
+ * this one. A streaming submitter also waits now and then, when the worker
+ * has caught up with it, so only several such hand-offs in a row end
+ * streaming; a probe that finds a waiting submitter makes the next one
+ * come later.
  */
-static void shim_worker_idle(struct shim_queue *sq)
+static void shim_handoff_ended(struct shim_queue *sq, struct shim_cmd *cmd)
 {
-	bool depth = READ_ONCE(sq->depth_seen);
+	unsigned int waits;
 
-	WRITE_ONCE(sq->depth_seen, false);
-	WRITE_ONCE(sq->streaming, depth);
-	if (depth)
+	if (READ_ONCE(sq->arrivals) != cmd->arrivals) {
+		WRITE_ONCE(sq->waits, 0);
+		WRITE_ONCE(sq->streaming, true);
 		WRITE_ONCE(sq->probe_every, SHIM_PROBE_MIN);
-	else if (sq->probe_every < SHIM_PROBE_MAX)
+		return;
+	}
+	waits = READ_ONCE(sq->waits) + 1;
+	WRITE_ONCE(sq->waits, waits);
+	if (READ_ONCE(sq->streaming) && waits < SHIM_STREAM_WAITS)
+		return;
+	WRITE_ONCE(sq->streaming, false);
+	if (sq->probe_every < SHIM_PROBE_MAX)
 		WRITE_ONCE(sq->probe_every, sq->probe_every * 2);
 }
 
@@ -506,8 +533,10 @@ static void shim_end_request(struct shim_cmd *cmd, int ret)
 
 	kfree(cmd->bvec);
 	cmd->bvec = NULL;
-	if (cmd->deferred && atomic_dec_and_test(&sq->deferred))
-		shim_worker_idle(sq);
+	if (cmd->deferred) {
+		shim_handoff_ended(sq, cmd);
+		atomic_dec(&sq->deferred);
+	}
 	atomic_dec(&sq->inflight);
 	blk_mq_end_request(rq, errno_to_blk_status(ret));
 }
@@ -519,6 +548,13 @@ static void shim_complete_rq(struct request *rq)
 	shim_end_request(cmd, cmd->ret);
 }
 
+/*
+ * The worker ends a request through blk_mq_complete_request(), i.e. on the
+ * CPU that submitted it (an IPI, several requests per IPI when they queue
+ * up): the submitter then reaps its completions where it runs, instead of
+ * being woken from the worker's CPU for each one, and the worker's CPU only
+ * moves data.
+ */
 static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
@@ -528,8 +564,10 @@ static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
 		ret = shim_rw(ldev, cmd, false);
 	else
 		ret = shim_do_blocking(ldev, rq);
-	if (ret != -EIOCBQUEUED)
-		shim_end_request(cmd, ret);
+	if (ret != -EIOCBQUEUED) {
+		cmd->ret = ret;
+		blk_mq_complete_request(rq);
+	}
 }
 
 /*
@@ -576,6 +614,7 @@ static void shim_workfn(struct work_struct *work)
 		cond_resched();
 		spin_lock_irq(&sq->lock);
 	}
+	sq->kicked = false;
 	spin_unlock_irq(&sq->lock);
 	blk_finish_plug(&plug);
 	memalloc_noio_restore(noio);
@@ -648,15 +687,20 @@ static void shim_charge(struct shim_cmd *cmd)
 static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
 {
 	unsigned long flags;
+	bool kick;
 
 	if (!cmd->deferred) {
 		cmd->deferred = true;
+		cmd->arrivals = READ_ONCE(sq->arrivals);
 		atomic_inc(&sq->deferred);
 	}
 	spin_lock_irqsave(&sq->lock, flags);
 	list_add_tail(&cmd->node, &sq->list);
+	kick = !sq->kicked;
+	sq->kicked = true;
 	spin_unlock_irqrestore(&sq->lock, flags);
-	queue_work(sq->ldev->wq, &sq->work);
+	if (kick)
+		queue_work(sq->ldev->wq, &sq->work);
 }
 
 /*
@@ -680,25 +724,29 @@ static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
 /*
  * A tmpfs request is a memory copy: served inline it costs far less than
  * a hand-off, which is all a submitter waiting for each request can gain.
- * One that keeps large requests in flight gains a second CPU copying
- * instead: while it streams, the worker gets a request whenever it holds
- * fewer than SHIM_STREAM_BACKLOG and the submitter copies the others
- * itself meanwhile. Below SHIM_SPREAD_MIN bytes the hand-off costs more
- * than the copy it moves (4 KiB at depth 32 lost a fifth of its IOPS).
- * Streaming and waiting look alike from here (every request ends inline
- * before the next comes in), so now and then a request goes to the worker
- * to find out; each probe that finds a waiting submitter doubles the
- * spacing of the next.
+ * One that keeps requests in flight gains a second CPU instead. While it
+ * streams, the worker gets a request whenever it holds fewer than
+ * SHIM_STREAM_SMALL small or SHIM_STREAM_LARGE large ones, and the
+ * submitter serves the others itself meanwhile. Small requests keep the
+ * submitter's CPU busy submitting and reaping, so the worker takes most of
+ * them, but only while nothing else wants the submitter's CPU: with other
+ * submitters about, the hand-off's wakeups and switches cost more than the
+ * copies they move (four jobs at depth 8 lost a third of their IOPS).
+ * Large ones are mostly copying, which both CPUs share. Streaming and waiting
+ * look alike from here (every request ends inline before the next comes
+ * in), so now and then a request goes to the worker to find out; each
+ * probe that finds a waiting submitter doubles the spacing of the next.
  */
 static bool shim_copy_inline(struct shim_queue *sq, struct request *rq)
 {
 	int deferred = atomic_read(&sq->deferred);
 	unsigned int probe_in;
 
-	if (blk_rq_bytes(rq) < SHIM_SPREAD_MIN)
-		return true;
-	if (READ_ONCE(sq->streaming))
-		return deferred >= SHIM_STREAM_BACKLOG;
+	if (READ_ONCE(sq->streaming)) {
+		if (blk_rq_bytes(rq) >= SHIM_SPREAD_MIN)
+			return deferred >= SHIM_STREAM_LARGE;
+		return deferred >= SHIM_STREAM_SMALL || !single_task_running();
+	}
 	if (deferred)
 		return true;
 	probe_in = READ_ONCE(sq->probe_in);
@@ -750,9 +798,8 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->deferred = false;
 	cmd->blkcg_css = NULL;
 	cmd->memcg_css = NULL;
-	if (ldev->io_mode == SHIM_IO_INLINE && atomic_read(&sq->deferred) &&
-	    !READ_ONCE(sq->depth_seen))
-		WRITE_ONCE(sq->depth_seen, true);
+	if (ldev->io_mode == SHIM_IO_INLINE)
+		WRITE_ONCE(sq->arrivals, sq->arrivals + 1);
 	if (rw) {
 		if (shim_setup_iter(cmd, rq))
 			return BLK_STS_RESOURCE;
