@@ -42,15 +42,8 @@ loopctl=${BENCH_LOOPCTL:-$build/bench/loopctl}
 
 work=/mnt/bench
 mkdir -p "$work"
-cleanups=()
-cleanup() {
-	local i
-	for ((i = ${#cleanups[@]} - 1; i >= 0; i--)); do
-		eval "${cleanups[i]}" || true
-	done
-}
-trap cleanup EXIT
-at_exit() { cleanups+=("$*"); }
+# shellcheck source=SCRIPTDIR/guest-lib.sh
+. "$(dirname "$(readlink -f "$0")")/guest-lib.sh"
 
 log() { echo "bench: $*" >&2; }
 meta() { echo "$1=$2" >> "$out/meta.txt"; }

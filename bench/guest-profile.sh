@@ -3,7 +3,8 @@
 # stock loop driver and loopfs side by side in one boot. For each target,
 # fio runs under `perf record -a -g -e cpu-clock` (every CPU, the kernel
 # included); printed are the IOPS or MiB/s, the share of samples per CPU
-# and task (idle shows as swapper), and the hottest kernel functions.
+# and task (idle shows as swapper), and the hottest functions. The reports
+# are cut with awk, which reads on: head would stop perf with SIGPIPE.
 #
 #   bench/guest-profile.sh OUTDIR
 #
@@ -25,15 +26,8 @@ loopctl=${BENCH_LOOPCTL:-$build/bench/loopctl}
 command -v perf >/dev/null || { echo "profile: perf missing (apt-get install linux-perf)" >&2; exit 1; }
 
 work=/mnt/profile
-cleanups=()
-cleanup() {
-	local i
-	for ((i = ${#cleanups[@]} - 1; i >= 0; i--)); do
-		eval "${cleanups[i]}" || true
-	done
-}
-trap cleanup EXIT
-at_exit() { cleanups+=("$*"); }
+# shellcheck source=SCRIPTDIR/guest-lib.sh
+. "$(dirname "$(readlink -f "$0")")/guest-lib.sh"
 
 modprobe loop
 grep -qw loop /proc/filesystems || insmod "${LOOPFS_KO:?no loopfs module}"
@@ -83,13 +77,13 @@ profile() {
 	echo
 	echo "Samples per CPU and task:"
 	echo '```'
-	perf report -q -i "$data" --no-children --sort cpu,comm --stdio 2>/dev/null |
-		grep -v '^$' | head -n 12
+	perf report -q -i "$data" --no-children --sort cpu,comm -g none --stdio 2>/dev/null |
+		awk 'NF && ++n <= 12'
 	echo '```'
 	echo "Hottest functions (self):"
 	echo '```'
 	perf report -q -i "$data" --no-children --sort sym -g none --stdio 2>/dev/null |
-		grep -v '^$' | head -n 30
+		awk 'NF && ++n <= 30'
 	echo '```'
 	echo
 }
