@@ -534,7 +534,9 @@ static void shim_end_request(struct shim_cmd *cmd, int ret)
 	kfree(cmd->bvec);
 	cmd->bvec = NULL;
 	if (cmd->deferred) {
-		shim_handoff_ended(sq, cmd);
+		/* Only tmpfs devices count arrivals and decide by them. */
+		if (sq->ldev->io_mode == SHIM_IO_INLINE)
+			shim_handoff_ended(sq, cmd);
 		atomic_dec(&sq->deferred);
 	}
 	atomic_dec(&sq->inflight);
