@@ -82,20 +82,6 @@ dio_state() {
 	cat "/sys/dev/block/$(devnum "$1")/loop/dio" 2>/dev/null || echo "?"
 }
 
-# attach_stock FILE [losetup opts] -> prints /dev/loopN
-attach_stock() {
-	local f=$1; shift
-	losetup -f --show "$@" "$f"
-}
-
-# attach_loopfs MOUNTPOINT FILE [losetup opts] -> prints MOUNTPOINT/loopN
-attach_loopfs() {
-	local mnt=$1 f=$2 idx; shift 2
-	idx=$("$loopctl" add "$mnt/loop-control")
-	losetup "$@" "$mnt/loop$idx" "$f"
-	echo "$mnt/loop$idx"
-}
-
 # fio_job BACKING WORKLOAD TARGET PATH DIRECT -> one fio job section. Jobs
 # are stonewalled: they run one after the other, in the order written.
 fio_job() {

@@ -49,13 +49,12 @@ at_exit umount "$work/fs"
 dd if=/dev/zero of="$work/fs/backing" bs=1M count="$file_mb" status=none
 sync
 
-stock=$(losetup -f --show "${losetup_opts[@]}" "$work/fs/backing")
+stock=$(attach_stock "$work/fs/backing" "${losetup_opts[@]}")
 at_exit losetup -d "$stock"
 mount -t loop loop "$work/lfs"
 at_exit umount "$work/lfs"
-idx=$("$loopctl" add "$work/lfs/loop-control")
-losetup "${losetup_opts[@]}" "$work/lfs/loop$idx" "$work/fs/backing"
-at_exit losetup -d "$work/lfs/loop$idx"
+lfs=$(attach_loopfs "$work/lfs" "$work/fs/backing" "${losetup_opts[@]}")
+at_exit losetup -d "$lfs"
 
 # profile NAME DEVICE: one fio run under perf, then its report.
 profile() {
@@ -91,4 +90,4 @@ profile() {
 echo "# $(uname -r): fio $rw bs=$bs iodepth=$depth numjobs=$jobs, $backing backing, ${runtime} s"
 echo
 profile stock "$stock"
-profile loopfs "$work/lfs/loop$idx"
+profile loopfs "$lfs"
