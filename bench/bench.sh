@@ -21,9 +21,11 @@ harness=$repo/tests/harness
 build=$repo/.build
 mode=()
 guest=bench/guest-bench.sh
+# A profile run keeps its own results, so it never overwrites a benchmark's.
+kind=bench
 case ${1:-} in
 --smoke) mode=(--smoke) ;;
---profile) guest=bench/guest-profile.sh ;;
+--profile) guest=bench/guest-profile.sh kind=profile ;;
 esac
 
 if [ -n "${BENCH_KVERS:-}" ]; then
@@ -38,7 +40,7 @@ start=$(date +%s)
 failed=0
 reports=()
 for kver in "${kvers[@]}"; do
-	name=bench-$kver
+	name=$kind-$kver
 	run=$build/results/$name
 	disk=$build/bench/disk-$kver.img
 	[ -r "$build/$kver/loopfs.ko" ] ||
@@ -53,7 +55,7 @@ for kver in "${kvers[@]}"; do
 	rc=0
 	GUEST_RUN_NAME=$name GUEST_DISK=$disk GUEST_MEM=${BENCH_MEM:-2048} \
 		GUEST_TIMEOUT=${BENCH_TIMEOUT:-1800} "$harness/run-guest.sh" --run "$kver" \
-		"$guest" "${mode[@]}" /run/loopfs-results/data >"$build/bench/$kver.log" 2>&1 ||
+		"$guest" "${mode[@]}" /run/loopfs-results/data >"$build/bench/$name.log" 2>&1 ||
 		rc=$?
 	rm -f "$disk"
 	echo "bench: $kver: guest finished in $(($(date +%s) - t0)) s (exit $rc)"
@@ -66,7 +68,7 @@ for kver in "${kvers[@]}"; do
 		} >>"$run/data/meta.txt"
 	fi
 	if [ $rc -ne 0 ]; then
-		tail -n 40 "$build/bench/$kver.log" >&2 || true
+		tail -n 40 "$build/bench/$name.log" >&2 || true
 		echo "bench: $kver: guest failed (exit $rc)" >&2
 		failed=1
 		continue

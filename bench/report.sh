@@ -165,6 +165,9 @@ if command -v gnuplot > /dev/null && [ -s "$dat" ]; then
 		set style fill solid 0.8 border -1
 		set ylabel "x raw backing file"
 		set yrange [0:*]
+		# Room above the tallest bar and right of the last rotated label.
+		set offsets 0, 0, graph 0.05, 0
+		set rmargin 12
 		set grid ytics
 		set xtics rotate by -35 font ",9" noenhanced
 		set key top right
