@@ -56,6 +56,18 @@ at_exit umount "$work/lfs"
 lfs=$(attach_loopfs "$work/lfs" "$work/fs/backing" "${losetup_opts[@]}")
 at_exit losetup -d "$lfs"
 
+# report DATA [OPTION...]: perf report with the running kernel's own
+# symbols. A vmlinux that perf finds on the shared host root (a headers tree
+# may hold one) need not be this kernel's, and perf then prints bare
+# addresses.
+report() {
+	local data=$1
+
+	shift
+	perf report -q -i "$data" --ignore-vmlinux --kallsyms=/proc/kallsyms \
+		--no-children "$@"
+}
+
 # profile NAME DEVICE: one fio run under perf, then its report.
 profile() {
 	local name=$1 dev=$2 data=$out/$1.perf.data unit=IOPS col
@@ -76,12 +88,12 @@ profile() {
 	echo
 	echo "Samples per CPU and task:"
 	echo '```'
-	perf report -q -i "$data" --no-children --sort cpu,comm -g none --stdio 2>/dev/null |
+	report "$data" --sort cpu,comm -g none --stdio 2>/dev/null |
 		awk 'NF && ++n <= 12'
 	echo '```'
 	echo "Hottest functions (self):"
 	echo '```'
-	perf report -q -i "$data" --no-children --sort sym -g none --stdio 2>/dev/null |
+	report "$data" --sort sym -g none --stdio 2>/dev/null |
 		awk 'NF && ++n <= 30'
 	echo '```'
 	echo
