@@ -551,11 +551,11 @@ static void shim_complete_rq(struct request *rq)
 }
 
 /*
- * The worker ends a request through blk_mq_complete_request(), i.e. on the
- * CPU that submitted it (an IPI, several requests per IPI when they queue
- * up): the submitter then reaps its completions where it runs, instead of
- * being woken from the worker's CPU for each one, and the worker's CPU only
- * moves data.
+ * The worker ends a request through blk_mq_complete_request(), as the
+ * in-tree driver does, and leaves the CPU to the block layer: right here
+ * when the worker's CPU shares a cache with the submitting one, else maybe
+ * on the submitting CPU (rq_affinity; 6.1 never moves a request of a
+ * hardware queue that serves a single CPU).
  */
 static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
 {
