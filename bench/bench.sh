@@ -73,7 +73,7 @@ for kver in "${kvers[@]}"; do
 		failed=1
 		continue
 	fi
-	if [ "$guest" = bench/guest-profile.sh ]; then
+	if [ "$kind" = profile ]; then
 		sed -n '/^# /,$p' "$run/out.log" >"$build/bench/profile-$kver.md"
 		cat "$build/bench/profile-$kver.md"
 		reports+=("$build/bench/profile-$kver.md")
