@@ -10,8 +10,12 @@
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/error-injection.h>
+#include <linux/fdtable.h>
+#include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/hashtable.h>
+#include <linux/magic.h>
+#include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/sysctl.h>
@@ -235,23 +239,89 @@ static int loopfs_set_limit(struct user_namespace *ns, int max)
 /*
  * Every user namespace reads and sets its own value. The entry is not in
  * the per-namespace sysctl set a module cannot reach, so its mode lets
- * everyone write and the handler demands CAP_SYS_RESOURCE over the
- * namespace of whoever opened the file, with the opener's credentials: a
- * descriptor handed to a more privileged writer (a setuid program's
- * output) gains nothing. The handler is not given the file, but @ppos is
- * always the position field of the kiocb proc_sys_call_handler() runs.
+ * everyone write and the handler decides: it acts for whoever opened the
+ * file, in that opener's namespace, and a write needs CAP_SYS_RESOURCE
+ * over it in the opener's credentials. A descriptor handed to a more
+ * privileged writer (a setuid program's output) gains nothing.
+ *
+ * The handler is not given the file, and its callers differ (the cgroup
+ * sysctl hook calls it with a position of its own), so the file is looked
+ * up among the calling task's open files: the one open file of this entry
+ * there, or several whose openers share their credentials. Where none is
+ * found (a kernel thread, a file closed meanwhile) or openers differ, the
+ * opener is unknown and the access is refused.
  */
+struct loopfs_knob_search {
+	struct file *file;	/* referenced */
+	bool ambiguous;
+};
+
+static bool loopfs_dentry_is(struct dentry *dentry, const char *name)
+{
+	return !strcmp(dentry->d_name.name, name);
+}
+
+/* Is @file /proc/sys/LOOPFS_SYSCTL_DIR/LOOPFS_SYSCTL_NAME, of any procfs? */
+static bool loopfs_file_is_knob(struct file *file)
+{
+	struct dentry *entry = file->f_path.dentry;
+	struct dentry *dir = entry->d_parent;
+	struct dentry *sys = dir->d_parent;
+
+	/* procfs never renames these: the names are stable. */
+	return entry->d_sb->s_magic == PROC_SUPER_MAGIC &&
+	       loopfs_dentry_is(entry, LOOPFS_SYSCTL_NAME) &&
+	       loopfs_dentry_is(dir, LOOPFS_SYSCTL_DIR) &&
+	       loopfs_dentry_is(sys, "sys") && IS_ROOT(sys->d_parent);
+}
+
+static int loopfs_match_knob(const void *arg, struct file *file,
+			     unsigned int fd)
+{
+	struct loopfs_knob_search *search =
+		*(struct loopfs_knob_search * const *)arg;
+
+	if (!loopfs_file_is_knob(file))
+		return 0;
+	if (!search->file) {
+		search->file = get_file(file);
+		return 0;
+	}
+	if (search->file->f_cred == file->f_cred)
+		return 0;
+	search->ambiguous = true;
+	return 1;
+}
+
+/* The open file of the entry the current task reads or writes, or NULL. */
+static struct file *loopfs_knob_file(void)
+{
+	struct loopfs_knob_search search = { };
+	struct loopfs_knob_search *p = &search;
+
+	iterate_fd(current->files, 0, loopfs_match_knob, &p);
+	if (search.ambiguous && search.file) {
+		fput(search.file);
+		return NULL;
+	}
+	return search.file;
+}
+
 static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
 				      void *buffer, size_t *lenp, loff_t *ppos)
 {
-	struct file *file = container_of(ppos, struct kiocb, ki_pos)->ki_filp;
-	struct user_namespace *ns = file->f_cred->user_ns;
 	struct ctl_table tmp = *table;
+	struct user_namespace *ns;
+	struct file *file;
 	HLIST_HEAD(dead);
-	int max, err;
+	int max, err = -EPERM;
 
-	if (write && !file_ns_capable(file, ns, CAP_SYS_RESOURCE))
+	file = loopfs_knob_file();
+	if (!file)
 		return -EPERM;
+	ns = file->f_cred->user_ns;
+	if (write && !file_ns_capable(file, ns, CAP_SYS_RESOURCE))
+		goto out;
 	spin_lock(&loopfs_limits_lock);
 	if (!write)
 		loopfs_prune_ns_limits(&dead);
@@ -263,9 +333,11 @@ static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
 	tmp.extra1 = SYSCTL_ZERO;
 	tmp.extra2 = SYSCTL_INT_MAX;
 	err = proc_dointvec_minmax(&tmp, write, buffer, lenp, ppos);
-	if (err || !write)
-		return err;
-	return loopfs_set_limit(ns, max);
+	if (!err && write)
+		err = loopfs_set_limit(ns, max);
+out:
+	fput(file);
+	return err;
 }
 
 static struct ctl_table loopfs_sysctls[] = {

@@ -14,9 +14,16 @@
  *                                       set VALUE in a user namespace of
  *                                       their own and stay alive; then UID2
  *                                       sets and reads its own value
+ *   host-tool sysctl-bpf CGROUP         attach to the cgroup v2 directory
+ *                                       CGROUP a BPF_CGROUP_SYSCTL program
+ *                                       that allows every access, as a
+ *                                       security agent's would (the kernel
+ *                                       then reads each sysctl's value for
+ *                                       it before the access)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/bpf.h>
 #include <linux/loop.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +33,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "loopfs_abi.h"
@@ -204,6 +212,38 @@ static int cmd_ns_fill(uid_t uid, int n, const char *value, uid_t uid2)
 	return done == n && WIFEXITED(status) && !WEXITSTATUS(status) ? 0 : 1;
 }
 
+static int cmd_sysctl_bpf(const char *cgroup)
+{
+	/* r0 = 1 (allow); exit */
+	struct bpf_insn prog[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 1 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	union bpf_attr attr;
+	int cg, fd;
+
+	cg = open(cgroup, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (cg < 0)
+		return fail();
+	memset(&attr, 0, sizeof(attr));
+	attr.prog_type = BPF_PROG_TYPE_CGROUP_SYSCTL;
+	attr.expected_attach_type = BPF_CGROUP_SYSCTL;
+	attr.insns = (unsigned long)prog;
+	attr.insn_cnt = sizeof(prog) / sizeof(prog[0]);
+	attr.license = (unsigned long)"GPL";
+	fd = syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr));
+	if (fd < 0)
+		return fail();
+	memset(&attr, 0, sizeof(attr));
+	attr.target_fd = cg;
+	attr.attach_bpf_fd = fd;
+	attr.attach_type = BPF_CGROUP_SYSCTL;
+	if (syscall(SYS_bpf, BPF_PROG_ATTACH, &attr, sizeof(attr)))
+		return fail();
+	printf("ok\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -217,6 +257,8 @@ int main(int argc, char **argv)
 		return cmd_flags(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "opener-write"))
 		return cmd_opener_write(atoi(argv[2]), argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "sysctl-bpf"))
+		return cmd_sysctl_bpf(argv[2]);
 	if (argc == 6 && !strcmp(argv[1], "ns-fill"))
 		return cmd_ns_fill(atoi(argv[2]), atoi(argv[3]), argv[4],
 				   atoi(argv[5]));

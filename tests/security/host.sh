@@ -1,8 +1,10 @@
 #!/bin/bash
 # What a tenant can touch on the host: the per-namespace limits table, the
-# sysfs files a container's root owns, partition scanning, the max= cap and
-# the opener check of /proc/sys/user/max_loop_devices. Attacks that start in
-# a container run as the unprivileged uid inside `unshare -Urm`.
+# sysfs files a container's root owns and those it alone may read,
+# partition scanning and what its partitions may cost, the max= cap and the
+# opener check of /proc/sys/user/max_loop_devices (also with a cgroup sysctl
+# program attached). Attacks that start in a container run as the
+# unprivileged uid inside `unshare -Urm`.
 set -uo pipefail
 . "${LOOPFS_SRC:-$(dirname "$0")/../..}/tests/shell/lib.sh"
 in_private_mount_ns "$@"
@@ -21,6 +23,7 @@ cleanup() {
 	release_holder
 	[ -w "$param" ] && echo 1 >"$param"
 	umount -l "$w/host" 2>/dev/null
+	umount -l "$w/cg" 2>/dev/null
 	rm -rf "$w"
 }
 trap cleanup EXIT
@@ -80,6 +83,43 @@ root_opener_writes() {
 	cur=$(cat "$knob")
 	echo "$cur" >"$knob"
 	expect_eq "$cur" "$(cat "$knob")" "value read back"
+}
+
+# Security agents attach BPF_CGROUP_SYSCTL programs; the kernel then calls
+# the knob's handler for the program with a file position of its own. The
+# knob still answers every reader and writer as its opener.
+sysctl_under_bpf() {
+	local g cur out i
+	mkdir -p "$w/cg"
+	mount -t cgroup2 cgroup2 "$w/cg" || fail "no cgroup2"
+	g=$w/cg/loopfs-sysctl-$$
+	mkdir "$g"
+	expect_eq ok "$("$tool" sysctl-bpf "$g")" "program attached"
+	cur=$(cat "$knob")
+	cat >"$w/in-cgroup.sh" <<'EOF'
+echo "read $(cat "$knob")"
+echo 9 >"$knob"
+echo "wrote $(cat "$knob")"
+echo "$cur" >"$knob"
+echo "opener $("$tool" opener-write "$uid" 9)"
+echo "tenant $(setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+	unshare -Ur sh -c 'echo 5 >"$0" && cat "$0"' "$knob")"
+echo "host $(cat "$knob")"
+EOF
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	out=$(sh -c 'echo $$ >"$0/cgroup.procs" &&
+		exec env knob="$1" cur="$2" tool="$3" uid="$4" bash "$5"' \
+		"$g" "$knob" "$cur" "$tool" "$uid" "$w/in-cgroup.sh" 2>&1) || true
+	for ((i = 0; i < 50; i++)); do
+		rmdir "$g" 2>/dev/null && break
+		sleep 0.1
+	done
+	umount "$w/cg"
+	expect_eq "read $cur
+wrote 9
+opener EPERM
+tenant 5
+host $cur" "$out" "the knob under a BPF_CGROUP_SYSCTL program"
 }
 
 # --- max= is a cap the tenant cannot lift ---
@@ -326,9 +366,10 @@ ns_entries_die() {
 	expect_eq 20 "$out" "namespaces that set a limit in turn"
 }
 
-tap_plan 14
+tap_plan 15
 run_test "max_loop_devices opened by uid $uid and written by root is refused (EPERM)" opener_not_writer
 run_test "max_loop_devices opened and written by root still sets the value" root_opener_writes
+run_test "with a BPF_CGROUP_SYSCTL program attached, max_loop_devices reads, writes and refuses as without" sysctl_under_bpf
 run_test "container root lowers max= but cannot raise it above the mount's value (EPERM)" tenant_cannot_raise_max
 run_test "host root (CAP_SYS_ADMIN over the parent namespace) raises a container's max=" host_raises_max
 run_test "container root cannot write its disk's uevent, power/ or events_poll_msecs" tenant_sysfs_writes
