@@ -1195,9 +1195,15 @@ static ssize_t dio_show(struct device *dev, struct device_attribute *attr,
 	return shim_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
 }
 
-static DEVICE_ATTR_RO(backing_file);
-static DEVICE_ATTR_RO(offset);
-static DEVICE_ATTR_RO(sizelimit);
+/*
+ * Where a device's data lives (a path in the owner's private directory, the
+ * window into it) is the owner's business: readable by the owner of the
+ * group (the instance owner) and host root only, unlike the in-tree
+ * driver's. The flags say nothing of the kind.
+ */
+static DEVICE_ATTR_ADMIN_RO(backing_file);
+static DEVICE_ATTR_ADMIN_RO(offset);
+static DEVICE_ATTR_ADMIN_RO(sizelimit);
 static DEVICE_ATTR_RO(autoclear);
 static DEVICE_ATTR_RO(partscan);
 static DEVICE_ATTR_RO(dio);

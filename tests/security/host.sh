@@ -211,6 +211,44 @@ host_uid_sysfs_writes() {
 	expect_eq "" "$out" "uid $uid writes"
 }
 
+# --- where a device's data lives is its owner's business ---
+
+backing_private() {
+	local d out other
+	mkdir -m 0700 "$w/u/private"
+	chown "$uid:$uid" "$w/u/private"
+	out=$(as_tenant '
+		mkdir -p "$w/u/m9"
+		mount -t loop loop "$w/u/m9"
+		"$tool" ctl-add "$w/u/m9/loop-control" >/dev/null
+		truncate -s 4M "$w/u/private/customer-db.img"
+		losetup -o 4096 --sizelimit 1048576 "$w/u/m9/loop0" \
+			"$w/u/private/customer-db.img"
+		echo "/sys/dev/block/$(stat -c "%t:%T" "$w/u/m9/loop0" |
+			{ IFS=: read -r ma mi; echo $((16#$ma)):$((16#$mi)); })" \
+			>"$w/u/sysdir9"
+		# The container names its device as a container manager links it.
+		unshare -m sh -c "mount -t tmpfs tmpfs /dev &&
+			ln -s $w/u/m9/loop0 /dev/loop0 &&
+			losetup -l -n -O BACK-FILE,OFFSET,SIZELIMIT /dev/loop0" | xargs
+		sleep 120 >/dev/null 2>&1 &
+		echo $! >"$w/u/holder"
+	')
+	expect_eq "$w/u/private/customer-db.img 4096 1048576" "$out" "losetup -l in the container"
+	d=$(cat "$w/u/sysdir9")/loop
+	# shellcheck disable=SC2016 # expanded by the other user's shell
+	other=$(setpriv --reuid=$((uid + 1)) --regid=$((uid + 1)) --clear-groups \
+		sh -c 'for f in backing_file offset sizelimit autoclear; do
+			cat "$0/$f" 2>/dev/null || echo "$f refused"; done' "$d")
+	out="$(cat "$d/backing_file") $(cat "$d/offset") $(cat "$d/sizelimit")"
+	release_holder
+	expect_eq "backing_file refused
+offset refused
+sizelimit refused
+0" "$other" "another host user reads loop/"
+	expect_eq "$w/u/private/customer-db.img 4096 1048576" "$out" "host root reads loop/"
+}
+
 # --- partition scanning can be refused to containers ---
 
 make_image() {
@@ -366,7 +404,7 @@ ns_entries_die() {
 	expect_eq 20 "$out" "namespaces that set a limit in turn"
 }
 
-tap_plan 15
+tap_plan 16
 run_test "max_loop_devices opened by uid $uid and written by root is refused (EPERM)" opener_not_writer
 run_test "max_loop_devices opened and written by root still sets the value" root_opener_writes
 run_test "with a BPF_CGROUP_SYSCTL program attached, max_loop_devices reads, writes and refuses as without" sysctl_under_bpf
@@ -374,6 +412,7 @@ run_test "container root lowers max= but cannot raise it above the mount's value
 run_test "host root (CAP_SYS_ADMIN over the parent namespace) raises a container's max=" host_raises_max
 run_test "container root cannot write its disk's uevent, power/ or events_poll_msecs" tenant_sysfs_writes
 run_test "the host uid a container maps to cannot write the disk's uevent or power/" host_uid_sysfs_writes
+run_test "another host user cannot read a container's backing file path, offset or sizelimit; owner and root can" backing_private
 run_test "container_partscan=1 (default): losetup -P in a container makes partition nodes" partscan_on_by_default
 run_test "container_partscan=0: losetup -P in a container fails with EPERM, device stays unbound" partscan_refused_configure
 run_test "container_partscan=0: LOOP_SET_STATUS64 adding PARTSCAN fails with EPERM, nothing changes" partscan_refused_set_status
