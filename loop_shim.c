@@ -850,18 +850,29 @@ static const struct blk_mq_ops shim_mq_ops = {
 
 /* ---- configuration ---- */
 
-static bool shim_is_ours(struct file *file)
+/*
+ * The block device a file leads to the device's I/O through, if one of
+ * ours: a node of one of our disks or of a partition of one (partitions
+ * past the disk's minors have the extended major), or a file on a
+ * filesystem mounted from one.
+ */
+static struct block_device *shim_file_bdev(struct file *file)
 {
 	struct inode *inode = file->f_mapping->host;
+	struct block_device *bdev;
 
-	return S_ISBLK(inode->i_mode) && imajor(inode) == shim_major;
+	bdev = S_ISBLK(inode->i_mode) ? I_BDEV(inode) : inode->i_sb->s_bdev;
+	if (!bdev || bdev->bd_disk->fops != &shim_fops)
+		return NULL;
+	return bdev;
 }
 
 /*
  * Refuse a backing file that is, or is stacked on, the device itself: a
- * device node of it (EBADF) or of a device whose chain of backing files
- * leads back to it, or a file on a filesystem mounted from one of these
- * (EINVAL). The device would wait on its own I/O.
+ * node of it (EBADF), a node of one of its partitions or of a device whose
+ * chain of backing files leads back to it, or a file on a filesystem
+ * mounted from one of these (EINVAL). The device would wait on its own
+ * I/O.
  */
 static int shim_validate_file(struct file *file, struct block_device *bdev)
 {
@@ -869,21 +880,15 @@ static int shim_validate_file(struct file *file, struct block_device *bdev)
 
 	lockdep_assert_held(&ldev_chain_lock);
 	for (;;) {
+		struct block_device *below = shim_file_bdev(f);
 		struct inode *inode = f->f_mapping->host;
-		struct block_device *below;
 		struct loop_dev *l;
 
-		if (shim_is_ours(f)) {
-			if (inode->i_rdev == bdev->bd_dev)
-				return -EBADF;
-			below = I_BDEV(inode);
-		} else {
-			below = inode->i_sb->s_bdev;
-			if (!below || below->bd_disk->fops != &shim_fops)
-				break;
-			if (below->bd_disk == bdev->bd_disk)
-				return -EINVAL;
-		}
+		if (!below)
+			break;
+		if (below->bd_disk == bdev->bd_disk)
+			return S_ISBLK(inode->i_mode) &&
+			       inode->i_rdev == bdev->bd_dev ? -EBADF : -EINVAL;
 		l = below->bd_disk->private_data;
 		if (l->state != LD_BOUND)
 			return -EINVAL;

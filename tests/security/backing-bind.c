@@ -8,6 +8,8 @@
  *   backing-bind setfd|configure DEV FILE MODE
  *   backing-bind change DEV FILE MODE        LOOP_CHANGE_FD
  *   backing-bind clr DEV
+ *   backing-bind sizelimit DEV BYTES         LOOP_SET_STATUS64 with a new
+ *                                            lo_sizelimit, the rest kept
  *   backing-bind write DEV OFFSET STRING     pwrite + fsync on the device
  *
  * MODE is how FILE is opened: r, w, rw, a (O_WRONLY|O_APPEND) or ra
@@ -90,6 +92,11 @@ int main(int argc, char **argv)
 		return result(dev);
 	if (!strcmp(argv[1], "clr"))
 		return result(ioctl(dev, LOOP_CLR_FD, 0));
+	if (!strcmp(argv[1], "sizelimit") && argc == 4) {
+		ret = ioctl(dev, LOOP_GET_STATUS64, &info);
+		info.lo_sizelimit = strtoull(argv[3], NULL, 0);
+		return result(ret ?: ioctl(dev, LOOP_SET_STATUS64, &info));
+	}
 	if (!strcmp(argv[1], "write") && argc == 5) {
 		size_t len = strlen(argv[4]);
 

@@ -273,6 +273,41 @@ cycle_direct() {
 	expect_eq EINVAL "$out" "LOOP_CHANGE_FD to a file on its own filesystem"
 }
 
+# wait_node PATH: up to 3 s for the block node PATH (devtmpfs makes it)
+wait_node() {
+	local i
+	for ((i = 0; i < 30; i++)); do
+		[ -b "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "no $1"
+}
+
+# The same through a node of one of the device's own partitions, on the
+# disk's major (1) or, past the disk's minors, on the extended one (17).
+# LOOP_CHANGE_FD wants a file of the device's size: the device is cut to
+# 1 MiB, the size of a partition, after its partitions were scanned.
+cycle_partition() {
+	local n d name p out res=
+	truncate -s 24M "$w/parts.img"
+	{ echo 'label: gpt'; for p in $(seq 18); do echo ',1M'; done; } |
+		sfdisk -q "$w/parts.img"
+	n=$("$B" getfree "$w/hmnt/loop-control")
+	d=$w/hmnt/loop$n
+	losetup -r -P "$d" "$w/parts.img"
+	expect_eq ok "$("$B" sizelimit "$d" 1048576)" "sizelimit 1 MiB"
+	name=$(disk_name "$d")
+	for p in 1 17; do
+		# A change that went through rescans: the node comes back.
+		wait_node "/dev/${name}p$p"
+		out=$("$B" change "$d" "/dev/${name}p$p" r)
+		[ "$out" = ok ] && "$B" change "$d" "$w/parts.img" r
+		res="$res $p:$out"
+	done
+	losetup -d "$d"
+	expect_eq " 1:EINVAL 17:EINVAL" "$res" "LOOP_CHANGE_FD to its own partitions"
+}
+
 nr_disks() { find /sys/block -maxdepth 1 -name 'loopfs*' | wc -l; }
 
 # overlayfs holds a private clone of each layer's mount while the overlay
@@ -343,7 +378,7 @@ cleanup() {
 }
 
 disks_before=$(nr_disks)
-tap_plan 24
+tap_plan 25
 run_test "host side: files, ext4 via the stock driver, active swap file" setup
 run_test "tenant: one run of every step in its own user namespace" run_tenant
 run_test "LOOP_SET_FD with an O_WRONLY fd: EBADF, nothing read" wronly_setfd
@@ -371,6 +406,7 @@ done
 run_test "cycle: host mounts ext4 from a device, read-only" cycle_setup
 run_test "cycle: LOOP_CHANGE_FD to a device backed by a file on it: EINVAL" cycle_chain
 run_test "cycle: LOOP_CHANGE_FD to a file on the device's own filesystem: EINVAL, nothing hangs" cycle_direct
+run_test "cycle: LOOP_CHANGE_FD to a node of its own partition 1 or 17: EINVAL" cycle_partition
 run_test "a tenant's instance cannot be an overlay layer: no device outlives the container" overlay_layer
 run_test "no loopfs disk left once the tenant and the host instance are gone" nothing_left
 cleanup
