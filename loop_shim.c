@@ -29,6 +29,7 @@
 #define pr_fmt(fmt) "loopfs: " fmt
 
 #include <linux/module.h>
+#include <linux/backing-dev.h>
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/blk-cgroup.h>
@@ -73,6 +74,8 @@
 #define SHIM_SPREAD_MIN		SZ_64K
 /* 1280 KiB per request, as the in-tree driver allows. */
 #define SHIM_MAX_HW_SECTORS	2560
+/* Percent of the host's dirty threshold one device's pages may take. */
+#define SHIM_MAX_DIRTY_RATIO	1
 
 enum loop_dev_state {
 	LD_UNBOUND,
@@ -2053,6 +2056,16 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	disk->events = DISK_EVENT_MEDIA_CHANGE;
 	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
 	compat_set_partscan(disk, false);
+	/*
+	 * A device whose backing file stops answering (a tenant's FUSE daemon
+	 * that hangs) must not collect dirty pages up to the host-wide limit,
+	 * where every writer on the machine is throttled: as FUSE does for
+	 * its own, the device's page cache and that of filesystems mounted
+	 * from it keep within their share of the dirty threshold, strictly.
+	 * Host root may raise it in /sys/class/bdi/.
+	 */
+	disk->bdi->capabilities |= BDI_CAP_STRICTLIMIT;
+	bdi_set_max_ratio(disk->bdi, SHIM_MAX_DIRTY_RATIO);
 	strscpy(disk->disk_name, cfg->disk_name, DISK_NAME_LEN);
 
 	atomic_inc(&shim_live_devices);
