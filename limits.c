@@ -15,6 +15,7 @@
 #include <linux/fs.h>
 #include <linux/hashtable.h>
 #include <linux/magic.h>
+#include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -24,12 +25,17 @@
 #include "compat.h"
 #include "loopfs.h"
 
-/* Devices charged to @uid in @ns: one entry per (namespace, user) level. */
+/*
+ * Devices charged to @uid in @ns: one entry per (namespace, user) level.
+ * Entries of the initial namespace also count the devices that scan
+ * partitions.
+ */
 struct loopfs_charge {
 	struct hlist_node node;
 	struct user_namespace *ns;
 	kuid_t uid;
 	long count;
+	long scanning;
 };
 
 /* The limit a user namespace other than the initial one has set. */
@@ -38,6 +44,17 @@ struct loopfs_ns_limit {
 	struct user_namespace *ns;	/* pinned while the limit is set */
 	int max;
 };
+
+/*
+ * Every partition of a scanning device costs the host kernel memory that
+ * no cgroup is charged for, and those past a disk's minors take host-wide
+ * extended minors: up to 255 of each per device. So a host user's
+ * containers may have only so many scanning devices at a time.
+ */
+static unsigned int container_partscan_devices = 8;
+module_param(container_partscan_devices, uint, 0644);
+MODULE_PARM_DESC(container_partscan_devices,
+		 "Devices scanning partitions that the containers of one host user may have at a time (default: 8)");
 
 /* Protects the charge table, the namespace limits and init_limit. */
 static DEFINE_SPINLOCK(loopfs_limits_lock);
@@ -158,9 +175,50 @@ void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
 			continue;
 		if (--c->count)
 			continue;
+		WARN_ON_ONCE(c->scanning);
 		hash_del(&c->node);
 		kfree(c);
 	}
+	spin_unlock(&loopfs_limits_lock);
+}
+
+/*
+ * The initial namespace's entry of a device charged to @uid in @ns: the
+ * host user all of its namespaces' devices count against.
+ */
+static struct loopfs_charge *loopfs_host_charge(struct user_namespace *ns,
+						kuid_t uid)
+{
+	lockdep_assert_held(&loopfs_limits_lock);
+	for (; ns != &init_user_ns; ns = ns->parent)
+		uid = ns->owner;
+	return loopfs_find_charge(ns, uid);
+}
+
+int loopfs_charge_partscan(struct user_namespace *ns, kuid_t uid)
+{
+	struct loopfs_charge *c;
+	int err = -ENOSPC;
+
+	spin_lock(&loopfs_limits_lock);
+	c = loopfs_host_charge(ns, uid);
+	if (!WARN_ON_ONCE(!c) &&
+	    c->scanning < READ_ONCE(container_partscan_devices)) {
+		c->scanning++;
+		err = 0;
+	}
+	spin_unlock(&loopfs_limits_lock);
+	return err;
+}
+
+void loopfs_uncharge_partscan(struct user_namespace *ns, kuid_t uid)
+{
+	struct loopfs_charge *c;
+
+	spin_lock(&loopfs_limits_lock);
+	c = loopfs_host_charge(ns, uid);
+	if (!WARN_ON_ONCE(!c || !c->scanning))
+		c->scanning--;
 	spin_unlock(&loopfs_limits_lock);
 }
 

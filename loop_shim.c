@@ -1356,6 +1356,11 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 	err = shim_status_from_info(ldev, &config->info);
 	if (err)
 		goto out_reset;
+	if (config->info.lo_flags & LO_FLAGS_PARTSCAN) {
+		err = ldev->ops->charge_partscan(ldev);
+		if (err)
+			goto out_reset;
+	}
 	ldev->flags = config->info.lo_flags;
 	if (!shim_file_writable(file) || !(mode & COMPAT_BLK_OPEN_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
@@ -1377,7 +1382,7 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 	if (err) {
 		shim_set_file(ldev, NULL);
 		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
-		goto out_reset;
+		goto out_uncharge;
 	}
 	shim_sysfs_add(ldev);
 	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
@@ -1396,6 +1401,9 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 		bd_abort_claiming(bdev, shim_configure);
 	return 0;
 
+out_uncharge:
+	if (ldev->flags & LO_FLAGS_PARTSCAN)
+		ldev->ops->uncharge_partscan(ldev);
 out_reset:
 	shim_reset_config(ldev);
 out_unlock:
@@ -1446,6 +1454,8 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 				ldev->disk->disk_name, err);
 	}
 	compat_set_partscan(ldev->disk, false);
+	if (partscan)
+		ldev->ops->uncharge_partscan(ldev);
 
 	mutex_lock(&ldev->lock);
 	shim_reset_config(ldev);
@@ -1550,8 +1560,8 @@ static int shim_set_status(struct loop_dev *ldev,
 			   const struct loop_info64 *info)
 {
 	struct block_device *whole = ldev->disk->part0;
+	bool partscan = false, charged = false;
 	int prev, err;
-	bool partscan = false;
 
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
@@ -1561,9 +1571,12 @@ static int shim_set_status(struct loop_dev *ldev,
 		goto out_unlock;
 	}
 	if ((info->lo_flags & LO_FLAGS_PARTSCAN) &&
-	    !(ldev->flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev)) {
-		err = -EPERM;
-		goto out_unlock;
+	    !(ldev->flags & LO_FLAGS_PARTSCAN)) {
+		err = shim_partscan_allowed(ldev) ?
+		      ldev->ops->charge_partscan(ldev) : -EPERM;
+		if (err)
+			goto out_unlock;
+		charged = true;
 	}
 	if (ldev->offset != info->lo_offset ||
 	    ldev->sizelimit != info->lo_sizelimit) {
@@ -1588,6 +1601,8 @@ static int shim_set_status(struct loop_dev *ldev,
 	}
 out_unfreeze:
 	blk_mq_unfreeze_queue(ldev->disk->queue);
+	if (err && charged)
+		ldev->ops->uncharge_partscan(ldev);
 out_unlock:
 	mutex_unlock(&ldev->lock);
 	if (partscan)

@@ -29,11 +29,20 @@ struct user_namespace;
  * @check_backing: may @file back the device? 0, or the errno that
  *	LOOP_SET_FD, LOOP_CONFIGURE or LOOP_CHANGE_FD returns. Called with
  *	the device's locks held: it must not sleep on I/O.
+ * @charge_partscan: the device is about to scan partitions (LOOP_CONFIGURE
+ *	or LOOP_SET_STATUS asking for LO_FLAGS_PARTSCAN): 0, or the errno
+ *	the call fails with.
+ * @uncharge_partscan: a device that @charge_partscan let scan stopped
+ *	scanning (it was unbound), or the call that asked failed after all.
+ *	Both are called with or without the device's lock held and must not
+ *	sleep.
  */
 struct loop_dev_ops {
 	void (*partitions_changed)(struct loop_dev *ldev, bool can_block);
 	void (*released)(struct loop_dev *ldev);
 	int (*check_backing)(struct loop_dev *ldev, struct file *file);
+	int (*charge_partscan)(struct loop_dev *ldev);
+	void (*uncharge_partscan)(struct loop_dev *ldev);
 };
 
 /**

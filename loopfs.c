@@ -333,10 +333,35 @@ static int loopfs_check_backing(struct loop_dev *ldev, struct file *file)
 	return 0;
 }
 
+/*
+ * Scanning devices count against the host user of a container's instance;
+ * the host's own instances scan as they like.
+ */
+static int loopfs_charge_partscan_dev(struct loop_dev *ldev)
+{
+	struct loopfs_device *dev = loop_dev_owner(ldev);
+	struct loopfs_instance *inst = dev->instance;
+
+	if (inst->user_ns == &init_user_ns)
+		return 0;
+	return loopfs_charge_partscan(inst->user_ns, inst->root_uid);
+}
+
+static void loopfs_uncharge_partscan_dev(struct loop_dev *ldev)
+{
+	struct loopfs_device *dev = loop_dev_owner(ldev);
+	struct loopfs_instance *inst = dev->instance;
+
+	if (inst->user_ns != &init_user_ns)
+		loopfs_uncharge_partscan(inst->user_ns, inst->root_uid);
+}
+
 static const struct loop_dev_ops loopfs_device_ops = {
 	.partitions_changed	= loopfs_partitions_changed,
 	.released		= loopfs_device_released,
 	.check_backing		= loopfs_check_backing,
+	.charge_partscan	= loopfs_charge_partscan_dev,
+	.uncharge_partscan	= loopfs_uncharge_partscan_dev,
 };
 
 /* ---- the /sys/block view ---- */

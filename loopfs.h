@@ -82,6 +82,25 @@ int loopfs_charge(struct user_namespace *ns, kuid_t uid);
  */
 void loopfs_uncharge(struct user_namespace *ns, kuid_t uid);
 
+/**
+ * loopfs_charge_partscan() - count one more partition-scanning device
+ * @ns: as given to loopfs_charge() for the device
+ * @uid: as given to loopfs_charge() for the device
+ *
+ * Counted against the host user the device is charged to in the initial
+ * namespace, within the module parameter container_partscan_devices.
+ *
+ * Return: 0, or -ENOSPC at the limit.
+ */
+int loopfs_charge_partscan(struct user_namespace *ns, kuid_t uid);
+
+/**
+ * loopfs_uncharge_partscan() - undo one loopfs_charge_partscan()
+ * @ns: as given to loopfs_charge_partscan()
+ * @uid: as given to loopfs_charge_partscan()
+ */
+void loopfs_uncharge_partscan(struct user_namespace *ns, kuid_t uid);
+
 int loopfs_limits_init(void);
 void loopfs_limits_exit(void);
 

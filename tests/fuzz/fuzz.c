@@ -71,10 +71,11 @@
 	X(ctl_get_free,	ENOSPC, ENODEV) \
 	X(ctl_bad,	ENOSYS) \
 	X(set_fd,	EBUSY, EBADF, EINVAL, EPERM, ENXIO) \
-	X(configure,	EBUSY, EBADF, EINVAL, EPERM, ENXIO, EOVERFLOW, EFAULT) \
+	/* ENOSPC: a container's host user has its partition-scanning devices. */ \
+	X(configure,	EBUSY, EBADF, EINVAL, EPERM, ENXIO, EOVERFLOW, EFAULT, ENOSPC) \
 	X(clr_fd,	ENXIO) \
-	X(set_status,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY) \
-	X(set_status64,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY) \
+	X(set_status,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY, ENOSPC) \
+	X(set_status64,	ENXIO, EINVAL, EOVERFLOW, EPERM, EFAULT, EAGAIN, EBUSY, ENOSPC) \
 	X(get_status,	ENXIO, EINVAL, EOVERFLOW, EFAULT) \
 	X(get_status64,	ENXIO, EINVAL, EFAULT) \
 	X(change_fd,	ENXIO, EINVAL, EBADF, EBUSY) \

@@ -12,6 +12,7 @@ in_private_mount_ns "$@"
 uid=${LOOPFS_UNPRIV_UID:-1000}
 knob=/proc/sys/user/max_loop_devices
 param=/sys/module/loopfs/parameters/container_partscan
+scan_max=/sys/module/loopfs/parameters/container_partscan_devices
 w=$(mktemp -d /tmp/loopfs-sec-host.XXXXXX)
 chmod 0755 "$w"
 mkdir "$w/u" && chown "$uid:$uid" "$w/u"
@@ -323,6 +324,67 @@ partscan_host_instance() {
 	expect_eq Y "$(cat "$param")" "container_partscan back on"
 }
 
+# --- what a host user's containers' partitions may cost ---
+
+# mem_kib: the kernel's slab and per-CPU memory, in KiB
+mem_kib() {
+	awk '$1 == "Slab:" || $1 == "Percpu:" { n += $2 } END { print n }' /proc/meminfo
+}
+
+# ext_minors: block devices on the extended major (host-wide minors)
+ext_minors() {
+	cat /sys/class/block/*/dev | awk -F: '$1 == 259 { n++ } END { print n + 0 }'
+}
+
+partscan_devices_bounded() {
+	local i out max m0 m1 e0 e1
+	truncate -s 40M "$w/u/img254"
+	{ echo 'label: gpt'; echo 'table-length: 254'; echo 'grain: 512'
+	  for i in $(seq 254); do echo ',64'; done; } | sfdisk -q "$w/u/img254"
+	chown "$uid:$uid" "$w/u/img254"
+	m0=$(mem_kib) e0=$(ext_minors)
+	clear_handshake
+	# Eight devices scan (the default limit), the ninth asks too.
+	as_tenant '
+		mkdir -p "$w/u/m8"
+		mount -t loop loop "$w/u/m8"
+		for i in $(seq 0 8); do
+			"$tool" ctl-add "$w/u/m8/loop-control" >/dev/null
+		done
+		for i in $(seq 0 7); do
+			losetup -r -P "$w/u/m8/loop$i" "$w/u/img254"
+		done
+		echo "nodes $(ls "$w/u/m8" | grep -c "^loop[0-9]*p")"
+		echo $$ >"$w/u/pid"
+		'"$await_go"'
+		if losetup -r -P "$w/u/m8/loop8" "$w/u/img254" 2>"$w/u/err"; then
+			echo "a ninth scans"
+			losetup -d "$w/u/m8/loop8"
+		else
+			echo "refused: $(grep -o "No space left on device" "$w/u/err")"
+		fi
+		losetup -r "$w/u/m8/loop8" "$w/u/img254" && echo "binds without -P"
+		losetup -d "$w/u/m8/loop8"
+		losetup -d "$w/u/m8/loop0"
+		losetup -r -P "$w/u/m8/loop8" "$w/u/img254" && echo "scans after a clear"
+		for i in $(seq 1 8); do losetup -d "$w/u/m8/loop$i"; done
+	' >"$w/scan.out" 2>&1 &
+	wait_for_tenant "$w/scan.out"
+	m1=$(mem_kib) e1=$(ext_minors)
+	touch "$w/u/go"
+	wait || true
+	out=$(cat "$w/scan.out")
+	echo "DIAG: 8 devices x 254 partitions: +$((m1 - m0)) KiB slab and per-CPU" \
+		"($(((m1 - m0) * 1024 / (8 * 254))) bytes a partition, $(nproc) CPUs)," \
+		"+$((e1 - e0)) extended minors"
+	expect_eq "nodes $((8 * 254))
+refused: No space left on device
+binds without -P
+scans after a clear" "$out" "scanning devices of one host user"
+	max=$(cat "$scan_max" 2>/dev/null) || true
+	expect_eq 8 "$max" "default of container_partscan_devices"
+}
+
 # --- a kept partition node opens nothing once its partition is gone ---
 
 stale_partition_node() {
@@ -404,7 +466,7 @@ ns_entries_die() {
 	expect_eq 20 "$out" "namespaces that set a limit in turn"
 }
 
-tap_plan 16
+tap_plan 17
 run_test "max_loop_devices opened by uid $uid and written by root is refused (EPERM)" opener_not_writer
 run_test "max_loop_devices opened and written by root still sets the value" root_opener_writes
 run_test "with a BPF_CGROUP_SYSCTL program attached, max_loop_devices reads, writes and refuses as without" sysctl_under_bpf
@@ -417,6 +479,7 @@ run_test "container_partscan=1 (default): losetup -P in a container makes partit
 run_test "container_partscan=0: losetup -P in a container fails with EPERM, device stays unbound" partscan_refused_configure
 run_test "container_partscan=0: LOOP_SET_STATUS64 adding PARTSCAN fails with EPERM, nothing changes" partscan_refused_set_status
 run_test "container_partscan=0: the host's own instance still scans partitions" partscan_host_instance
+run_test "one host user's containers scan partitions on at most container_partscan_devices devices (ENOSPC)" partscan_devices_bounded
 run_test "a partition 17 node kept by a bind mount cannot open the host's partition that reuses its dev_t (ENXIO)" stale_partition_node
 run_test "a dead namespace's limit entry goes: 20 namespaces set one in turn under max_user_namespaces=5" ns_entries_die
 run_test "one uid holds 1100 user namespaces that each set max_loop_devices" ns_fill
