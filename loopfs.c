@@ -757,6 +757,9 @@ static int loopfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	opt = fs_parse(fc, loopfs_fs_parameters, param, &result);
 	if (opt < 0)
 		return opt;
+	/* An instance that may hold no device only makes losetup -f fail. */
+	if (!result.uint_32)
+		return invalfc(fc, "max must be at least 1");
 	if (result.uint_32 > LOOPFS_MAX_INDEX)
 		return invalfc(fc, "max must be at most %u", LOOPFS_MAX_INDEX);
 	ctx->max = result.uint_32;

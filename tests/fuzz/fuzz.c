@@ -515,7 +515,7 @@ static void rnd_options(char *opt, size_t len, int *valid)
 {
 	static const char * const bad[] = {
 		"max=", "max=abc", "max=-1", "max=99999999999999999999", "bogus",
-		"max=1,bogus", "size=10", "max=0x", "max= 3",
+		"max=1,bogus", "size=10", "max=0x", "max= 3", "max=0",
 	};
 
 	*valid = 1;
@@ -524,10 +524,10 @@ static void rnd_options(char *opt, size_t len, int *valid)
 		opt[0] = 0;
 		break;
 	case 1:
-		snprintf(opt, len, "max=%u", rnd(chance(80) ? 20 : 1000));
+		snprintf(opt, len, "max=%u", 1 + rnd(chance(80) ? 20 : 1000));
 		break;
 	case 2:
-		snprintf(opt, len, "max=%u,max=%u", rnd(8), rnd(300));
+		snprintf(opt, len, "max=%u,max=%u", 1 + rnd(8), 1 + rnd(300));
 		break;
 	default:
 		*valid = 0;

@@ -1043,7 +1043,7 @@ TEST_F(limit, remount_changes_max_and_mountinfo_shows_it)
  * Every rejected option must leave its own line in the kernel log: the
  * fs_context messages of the legacy mount(2) path ("loop: " prefix), the
  * generic parser's for unknown keys and bad numbers, the module's own for a
- * cap above the index space. Each option is checked against only the
+ * cap of no device or above the index space. Each option is checked against only the
  * records logged since its own mount attempt.
  */
 TEST_F(limit, unknown_or_malformed_options_fail_einval_and_log)
@@ -1057,6 +1057,7 @@ TEST_F(limit, unknown_or_malformed_options_fail_einval_and_log)
 		{ "max=-1", "loop: Bad value for 'max'" },
 		{ "max=", "loop: Bad value for 'max'" },
 		{ "max=99999999999999999999", "loop: Bad value for 'max'" },
+		{ "max=0", "loop: max must be at least 1" },
 		{ "max=1048577", "loop: max must be at most 1048576" },
 		{ "max=2,bogusopt=1", "loop: Unknown parameter 'bogusopt'" },
 	};
