@@ -16,7 +16,7 @@ idbase=300000
 
 cleanup() {
 	local c
-	for c in priv unpriv; do
+	for c in priv unpriv badmax; do
 		lxc-stop -n "$c" -k >/dev/null 2>&1
 	done
 	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
@@ -51,16 +51,19 @@ setup() {
 	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
 	command -v lxc-start >/dev/null || fail "lxc is not installed"
 	mount -t tmpfs -o mode=0755 tmpfs /var/lib/lxc
+	modprobe overlay
+	# LXC maps ids with newuidmap, which needs root's subordinate ids:
+	# docs/containers.md's command, on a writable /etc of this mount
+	# namespace only (the guest's root is read-only).
+	mkdir "$w/etc-up" "$w/etc-work"
+	mount -t overlay overlay \
+		-o "lowerdir=/etc,upperdir=$w/etc-up,workdir=$w/etc-work" /etc ||
+		fail "no writable /etc"
+	usermod --add-subuids 300000-365535 --add-subgids 300000-365535 root
+	grep -qx "root:$idbase:65536" /etc/subuid || fail "/etc/subuid: $(cat /etc/subuid)"
 	make_rootfs "$w/rootfs-priv"
 	make_rootfs "$w/rootfs-unpriv"
 	chown "$idbase:$idbase" "$w/rootfs-unpriv"/{tmp,root,mnt,run,var}
-	# LXC maps ids with newuidmap, which needs root's subordinate ids:
-	# a throwaway /etc/subuid and /etc/subgid in this mount namespace.
-	[ -e /etc/subuid ] && [ -e /etc/subgid ] ||
-		fail "no /etc/subuid or /etc/subgid to bind over"
-	echo "root:$idbase:65536" >"$w/subid"
-	mount --bind "$w/subid" /etc/subuid
-	mount --bind "$w/subid" /etc/subgid
 	write_config priv
 	write_config unpriv "lxc.idmap = u 0 $idbase 65536" \
 		"lxc.idmap = g 0 $idbase 65536"
@@ -135,8 +138,29 @@ unprivileged() {
 	expect_in "after-D 0" "$out" "losetup -D"
 }
 
-tap_plan 3
+# A bad max= stops the container; LXC logs the hook's output only at DEBUG,
+# so the hook's reason, naming the max= the user wrote, is in dmesg.
+bad_max() {
+	local mark log
+	write_config badmax
+	sed -i -e "s|^lxc.hook.autodev = .*|lxc.hook.autodev = $hook max=abc|" \
+		-e "s|^lxc.rootfs.path = .*|lxc.rootfs.path = dir:$w/rootfs-priv|" \
+		/var/lib/lxc/badmax/config
+	mark=$(dmesg | wc -l)
+	if lxc-start -n badmax -l INFO -o "$w/badmax.log"; then
+		lxc-stop -n badmax -k
+		fail "the container started with max=abc"
+	fi
+	grep -i "error\|hook" "$w/badmax.log" | tail -n 5
+	log=$(dmesg | tail -n +$((mark + 1)))
+	echo "$log"
+	expect_in "loopfs-oci-hook: container badmax: max=abc is not a number" "$log" "dmesg"
+	expect_eq 0 "$(findmnt -n -t loop | wc -l)" "loopfs mounts"
+}
+
+tap_plan 4
 run_test "set-up: LXC configuration for a privileged and an unprivileged container" setup
 run_test "privileged: instance owned by host root; losetup, raw I/O, mount -o loop; only its devices listed; nothing left after lxc-stop" privileged
 run_test "unprivileged: instance owned by the container's root (uid $idbase); losetup and raw I/O; ext4 refused; nothing left after lxc-stop" unprivileged
+run_test "max=abc in lxc.hook.autodev stops the container; dmesg says why, naming max=" bad_max
 tap_done

@@ -119,14 +119,47 @@ no_annotation_no_instance() {
 	expect_eq 0 "$(echo "$out" | tail -n 1)" "loopfs mounts"
 }
 
+# The hook's reason for refusing a container reaches the kernel log and,
+# with crun's annotation run.oci.hooks.stderr, a file: podman itself only
+# says that the hook failed.
 bad_max_refused() {
-	local out
+	local out mark
+	mark=$(dmesg | wc -l)
 	if out=$(podman_as_root run --rm "${with_loopfs[@]}" \
-		--annotation io.loopfs.max=huge "${opts[@]}" true 2>&1); then
+		--annotation io.loopfs.max=huge \
+		--annotation run.oci.hooks.stderr="$w/hook.err" "${opts[@]}" true 2>&1); then
 		fail "the container started: $out"
 	fi
 	echo "$out"
 	expect_in "error executing hook \`$hook\`" "$out" "podman's message"
+	expect_eq 0 "$(podman_as_root ps -aq | wc -l)" "containers left"
+	expect_in "io.loopfs.max=huge is not a number" "$(cat "$w/hook.err")" \
+		"the hook's stderr kept by run.oci.hooks.stderr"
+	expect_in "loopfs-oci-hook: container " "$(dmesg | tail -n +$((mark + 1)))" "dmesg"
+	expect_in ": io.loopfs.max=huge is not a number" "$(dmesg | tail -n +$((mark + 1)))" "dmesg"
+}
+
+# io.loopfs.instance takes the usual spellings of true and false; any other
+# value stops the container with a reason, never silently gives none.
+instance_spellings() {
+	local v out mark
+	for v in yes 1 ON True; do
+		out=$(podman_as_root run --rm --annotation io.loopfs.instance="$v" \
+			"${opts[@]}" findmnt -n -o FSTYPE /dev/loopfs 2>&1) || true
+		expect_eq loop "$out" "io.loopfs.instance=$v"
+	done
+	for v in false no OFF 0; do
+		out=$(podman_as_root run --rm --annotation io.loopfs.instance="$v" \
+			"${opts[@]}" sh -c 'findmnt -n -t loop | wc -l' 2>&1) || true
+		expect_eq 0 "$out" "loopfs mounts with io.loopfs.instance=$v"
+	done
+	mark=$(dmesg | wc -l)
+	if out=$(podman_as_root run --rm --annotation io.loopfs.instance=maybe \
+		"${opts[@]}" true 2>&1); then
+		fail "io.loopfs.instance=maybe: the container started: $out"
+	fi
+	expect_in "io.loopfs.instance=maybe: say true or false" \
+		"$(dmesg | tail -n +$((mark + 1)))" "dmesg"
 	expect_eq 0 "$(podman_as_root ps -aq | wc -l)" "containers left"
 }
 
@@ -323,13 +356,14 @@ cdi_device() {
 /dev/loop0" "$out" "instance and device through CDI"
 }
 
-tap_plan 13
+tap_plan 14
 run_test "set-up: podman runs a container on a rootfs of the host's binaries" setup
 run_test "rootful: losetup -f, --show -f, mkfs, mount; losetup -a and /sys/block show only the container's devices" rootful_basics
 run_test "rootful: mount -o loop takes the container's loop0 and autoclears it" rootful_mount_loop
 run_test "no annotation: no instance, no loop nodes" no_annotation_no_instance
 run_test "io.loopfs.max=2 caps the instance at two devices" max_annotation
-run_test "io.loopfs.max that is not a number stops the container from starting" bad_max_refused
+run_test "io.loopfs.max that is not a number stops the container; the reason is in dmesg and run.oci.hooks.stderr's file" bad_max_refused
+run_test "io.loopfs.instance=yes/1/ON/True give an instance, false/no/OFF/0 none, maybe stops the container with a reason" instance_spellings
 run_test "two containers have independent loop0; podman rm -f leaves no device or mount" two_containers
 run_test "unprivileged rootful: the device cgroup refuses the instance's nodes without a rule" unprivileged_needs_rule
 run_test "unprivileged rootful with device-cgroup rules for loopfs's majors and no CAP_MKNOD: losetup and raw I/O work" unprivileged_with_rule
