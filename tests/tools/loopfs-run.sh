@@ -337,7 +337,97 @@ ok
 hello from loopfs" "$out" "i386 mount(2) of the host disk, then of the instance device"
 }
 
-tap_plan 20
+# A FUSE filesystem of the container's own (fuse2fs on a copy of the image,
+# mounted through CONTINUE) whose daemon is stopped.  Shell code for the
+# container; $fpid is the daemon.
+STALL_FUSE="fuse2fs -f $S/fuse.img $S/fmnt >/dev/null 2>&1 & fpid=\$!
+	for i in \$(seq 100); do grep -q ' $S/fmnt ' /proc/self/mountinfo && break; sleep 0.1; done
+	ls $S/fmnt >/dev/null || exit 1
+	losetup /dev/loop0 $S/img"
+
+stall_prepare() {
+	fuse_ready
+	rm -f "$S/res" "$S/t-exit" "$S/go"
+	[ -e "$S/fuse.img" ] || { cp "$S/img" "$S/fuse.img" && chown "$CUID:$CUID" "$S/fuse.img"; }
+	mkdir -p "$S/fmnt" && chown "$CUID:$CUID" "$S/fmnt"
+}
+
+# After a run that may have hung: its processes and devices go, or fail.
+stall_cleanup() {
+	pkill -KILL -u "$CUID" 2>/dev/null || true
+	wait_disks "$disks_before" || fail "devices left after killing the container"
+}
+
+# run_stalled CODE: runs CODE in the container (timed out after 30 s), then
+# checks that loopfs-run returned within 10 s of COMMAND's exit (CODE
+# writes $S/t-exit last) and left no device and no process
+run_stalled() {
+	local rc=0 end secs
+	timeout -s KILL 30 "$RUN" --uid "$CUID" -- sh -c "$1" 2>"$S/err" || rc=$?
+	end=$(date +%s.%N)
+	cat "$S/err"
+	if [ "$rc" -eq 137 ]; then
+		stall_cleanup
+		fail "loopfs-run had not returned 30 s after it started"
+	fi
+	[ -s "$S/t-exit" ] || fail "COMMAND did not run to its end (status $rc)"
+	secs=$(awk -v a="$(cat "$S/t-exit")" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	echo "DIAG: returned ${secs} s after COMMAND's exit"
+	awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || fail "returned ${secs} s after COMMAND's exit"
+	expect_eq "$disks_before" "$(loopfs_disks)" "loopfs disks after the run"
+	if pgrep -u "$CUID" >/dev/null; then
+		pgrep -a -u "$CUID"
+		stall_cleanup
+		fail "processes of the container survived"
+	fi
+}
+
+test_stalled_fuse_target() {
+	stall_prepare
+	run_stalled "$STALL_FUSE
+		kill -STOP \$fpid
+		$PROBE mount /dev/loop0 $S/fmnt/x ext4 >$S/res 2>&1 &
+		sleep 1
+		date +%s.%N >$S/t-exit"
+}
+
+test_stalled_fuse_mapped_source() {
+	stall_prepare
+	run_stalled "$STALL_FUSE
+		printf /dev/loop0 >$S/fmnt/src
+		$PROBE mount-mapped $S/fmnt/src /mnt ext4 $S/go >$S/res 2>&1 &
+		for i in \$(seq 100); do grep -q resident $S/res && break; sleep 0.1; done
+		kill -STOP \$fpid
+		touch $S/go
+		sleep 1
+		cat $S/res
+		date +%s.%N >$S/t-exit"
+	expect_in "resident=0" "$(cat "$S/res")" "the source string was not in memory"
+}
+
+test_stalled_resolver_times_out() {
+	local out
+	stall_prepare
+	out=$(timeout -s KILL 60 "$RUN" --uid "$CUID" --helper-timeout 3 -- sh -c "$STALL_FUSE
+		kill -STOP \$fpid
+		s=\$(date +%s)
+		$PROBE mount /dev/loop0 $S/fmnt/x ext4
+		echo elapsed=\$((\$(date +%s) - s))
+		kill -CONT \$fpid" 2>"$S/err") || true
+	cat "$S/err"
+	echo "$out"
+	expect_in "ETIMEDOUT" "$out" "mount(2) under the stalled FUSE mount"
+	[[ $out =~ elapsed=([0-9]+) ]] || fail "no elapsed time"
+	if [ "${BASH_REMATCH[1]}" -lt 2 ] || [ "${BASH_REMATCH[1]}" -gt 8 ]; then
+		fail "answered after ${BASH_REMATCH[1]} s (bound: 3 s)"
+	fi
+	grep -q "mount(\"/dev/loop0\", \"$S/fmnt/x\", \"ext4\", 0x0) by pid [0-9]*: .*timed out after 3 s" "$S/err" ||
+		fail "no log line"
+	pgrep -u "$CUID" >/dev/null && stall_cleanup
+	true
+}
+
+tap_plan 23
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -358,4 +448,7 @@ run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
 run_test "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
 run_test "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
 run_test "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
+run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
+run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
+run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
 tap_done
