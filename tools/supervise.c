@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
@@ -52,6 +53,7 @@
 #include "loopfs-run.h"
 
 #define CAP_SYS_ADMIN_BIT	21
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof(*(a)))
 /* helpers given up on and not reaped yet */
 #define PENDING_MAX		64
 
@@ -67,6 +69,16 @@
 /* Options that name another device by path or number (external journals). */
 static const char *const denied_options[] = {
 	"journal_dev", "journal_path", "device",
+};
+
+/*
+ * Filesystems whose superblock carries an error behaviour (s_errors, as set
+ * by "tune2fs -e panic") and default mount options (s_mount_opts, which may
+ * say errors=panic) that the kernel follows unless the mount's own options
+ * say otherwise: an explicit errors= is applied after both.
+ */
+static const char *const errors_in_superblock[] = {
+	"ext2", "ext3", "ext4",
 };
 
 struct caller {
@@ -526,22 +538,43 @@ static bool fs_allowed(const char *type)
 	return false;
 }
 
-/* Returns the first denied option in data, or NULL. */
-static const char *denied_option(const char *data, char *buf, size_t size)
+/* Says in why, and returns true, if an option in data may not be used. */
+static bool option_refused(const char *data, char *why, size_t size)
 {
-	char *tok, *save;
+	char buf[4096], *tok, *save;
 	size_t i, len;
 
-	snprintf(buf, size, "%s", data);
+	snprintf(buf, sizeof(buf), "%s", data);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		len = strcspn(tok, "=");
-		for (i = 0; i < sizeof(denied_options) / sizeof(*denied_options); i++) {
+		for (i = 0; i < ARRAY_SIZE(denied_options); i++) {
 			if (strlen(denied_options[i]) == len &&
-			    !strncmp(tok, denied_options[i], len))
-				return denied_options[i];
+			    !strncmp(tok, denied_options[i], len)) {
+				snprintf(why, size, "option %s not allowed",
+					 denied_options[i]);
+				return true;
+			}
+		}
+		/* errors=panic, onerror=panic (ufs): whatever the filesystem */
+		if (tok[len] && !strcasecmp(tok + len + 1, "panic")) {
+			snprintf(why, size,
+				 "option %.*s=panic not allowed: a filesystem error would halt the host",
+				 (int)(len < 32 ? len : 32), tok);
+			return true;
 		}
 	}
-	return NULL;
+	return false;
+}
+
+static bool in_list(const char *type, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(type, list[i]))
+			return true;
+	}
+	return false;
 }
 
 /* "VERB mount("SRC", "TGT", "TYPE", FLAGS) by pid N: WHY" on stderr */
@@ -579,9 +612,10 @@ static int fs_configure(int fs, const struct request *r)
 		{ MS_DIRSYNC, "dirsync" }, { MS_LAZYTIME, "lazytime" },
 	};
 	char buf[sizeof(r->data)], *tok, *save, *eq;
+	bool errors_set = false;
 	size_t i;
 
-	for (i = 0; i < sizeof(sb_flags) / sizeof(*sb_flags); i++) {
+	for (i = 0; i < ARRAY_SIZE(sb_flags); i++) {
 		if ((r->flags & sb_flags[i].flag) &&
 		    fsconfig(fs, FSCONFIG_SET_FLAG, sb_flags[i].key, NULL, 0))
 			return -errno;
@@ -595,7 +629,17 @@ static int fs_configure(int fs, const struct request *r)
 		if (fsconfig(fs, eq ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG,
 			     tok, eq, 0))
 			return -errno;
+		if (!strcmp(tok, "errors"))
+			errors_set = true;
 	}
+	/*
+	 * errors=panic was refused; unless the caller chose continue or
+	 * remount-ro, a superblock asking for panic must not have its way
+	 */
+	if (!errors_set &&
+	    in_list(r->type, errors_in_superblock, ARRAY_SIZE(errors_in_superblock)) &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "errors", "remount-ro", 0))
+		return -errno;
 	return 0;
 }
 
@@ -839,8 +883,8 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 				 struct request *r, const struct stat *st,
 				 int fds[2], const int errs[2], int *err)
 {
-	char node[NAME_MAX + 1], why[128], buf[sizeof(r->data)];
-	const char *helper, *opt;
+	char node[NAME_MAX + 1], why[128];
+	const char *helper;
 
 	if (r->flags & MS_BIND)
 		return deny(k, r, err, "bind mount of a block device node");
@@ -856,11 +900,8 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 			 r->flags & ~MOUNT_FLAGS_OK);
 		return deny(k, r, err, why);
 	}
-	opt = denied_option(r->data, buf, sizeof(buf));
-	if (opt) {
-		snprintf(why, sizeof(why), "option %s not allowed", opt);
+	if (option_refused(r->data, why, sizeof(why)))
 		return deny(k, r, err, why);
-	}
 	if (fds[1] < 0) {
 		*err = errs[1];
 		return V_REPLY;

@@ -337,6 +337,64 @@ ok
 hello from loopfs" "$out" "i386 mount(2) of the host disk, then of the instance device"
 }
 
+# An image whose superblock asks for a panic on error (its error behaviour
+# and its default mount options), with one corrupt inode (a bad extent
+# header), mounted through the supervisor: reading the file fails, the
+# filesystem turns read-only, the host survives.  (ext4 stops writes
+# without setting SB_RDONLY on these kernels: mountinfo keeps saying rw,
+# writes fail with EROFS or EIO.)
+test_fs_error_no_panic() {
+	local out lines
+	lines=$(dmesg_lines)
+	out=$(run -- sh -c "
+		mkfs.ext4 -q -F -E root_owner=$CUID:$CUID -d $S/content $S/panic.img 16M &&
+		tune2fs -e panic -E mount_opts=errors=panic $S/panic.img >/dev/null &&
+		debugfs -w -R 'sif /hello block[0] 0' $S/panic.img 2>/dev/null &&
+		mount -o loop $S/panic.img /mnt || exit 1
+		grep ' /mnt .* - ext4 ' /proc/self/mountinfo
+		if cat /mnt/hello; then echo READ; fi
+		if touch /mnt/new; then echo WRITTEN; fi" 2>&1) || true
+	echo "$out"
+	dmesg_since "$lines" | grep EXT4-fs
+	case $out in *READ*) fail "the corrupt file was read" ;; esac
+	expect_in "cat: /mnt/hello: Structure needs cleaning" "$out" "read of the corrupt inode"
+	grep -q " - ext4 /dev/loop0 rw,.*errors=remount-ro" <<<"$out" ||
+		fail "the supervisor's mount is not errors=remount-ro"
+	case $out in *WRITTEN*) fail "written after the error" ;; esac
+	grep -Eq "touch: cannot touch '/mnt/new': (Read-only file system|Input/output error)" <<<"$out" ||
+		fail "no write error after the filesystem error"
+	dmesg_since "$lines" | grep -q "EXT4-fs (loopfs.*): Remounting filesystem read-only" ||
+		fail "ext4 did not turn the filesystem read-only"
+}
+
+test_errors_panic_refused() {
+	local out
+	out=$(run -- sh -c "mount -o loop,errors=panic $S/img /mnt; echo mount=\$?
+		losetup /dev/loop1 $S/img
+		$PROBE mount /dev/loop1 /mnt ext4 rw errors=panic
+		$PROBE mount /dev/loop1 /mnt vfat ro errors=panic" 2>"$S/err") || true
+	cat "$S/err"
+	expect_eq "mount=32
+EPERM
+EPERM" "$out" "mount -o loop,errors=panic (ext4), then errors=panic for ext4 and vfat"
+	grep -q "denied mount(\"/dev/loop1\", \"/mnt\", \"vfat\".*option errors=panic not allowed: a filesystem error would halt the host" "$S/err" ||
+		fail "no denial log line"
+}
+
+# MS_REMOUNT goes to the kernel, which refuses the superblock of host root's
+# mount to the container's root.
+test_remount_errors_panic_refused() {
+	local out
+	out=$(run -- sh -c "losetup /dev/loop0 $S/img && mount /dev/loop0 /mnt || exit 1
+		$PROBE remount /mnt errors=panic
+		mount -o remount,errors=panic /mnt 2>/dev/null; echo mount=\$?
+		grep ' /mnt ' /proc/self/mountinfo")
+	echo "$out"
+	expect_in "EPERM
+mount=32" "$out" "remount,errors=panic"
+	case $out in *errors=panic*) fail "errors=panic reached the superblock" ;; esac
+}
+
 # A FUSE filesystem of the container's own (fuse2fs on a copy of the image,
 # mounted through CONTINUE) whose daemon is stopped.  Shell code for the
 # container; $fpid is the daemon.
@@ -427,7 +485,7 @@ test_stalled_resolver_times_out() {
 	true
 }
 
-tap_plan 23
+tap_plan 26
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -448,6 +506,9 @@ run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
 run_test "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
 run_test "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
 run_test "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
+run_test "an ext4 error on an image that asks for panic remounts it read-only, never panics the host" test_fs_error_no_panic
+run_test "errors=panic is refused with EPERM and logged (mount -o loop,errors=panic; ext4, vfat)" test_errors_panic_refused
+run_test "remount,errors=panic of a supervised mount is refused by the kernel" test_remount_errors_panic_refused
 run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out

@@ -5,6 +5,7 @@
  *   mnt-probe mount SRC TGT TYPE [ro] [DATA]  prints "ok" or the errno name
  *   mnt-probe fsopen TYPE                     prints "ok" or the errno name
  *   mnt-probe loop-add CONTROL N              LOOP_CTL_ADD N on CONTROL
+ *   mnt-probe remount TGT DATA                mount(NULL, TGT, NULL, MS_REMOUNT, DATA)
  *   mnt-probe mount-mapped FILE TGT TYPE GO   mount(2) whose source string is
  *       the start of FILE, mapped and not resident: maps FILE, drops its
  *       cached pages, prints "resident=N" (pages in memory), waits (at most
@@ -162,6 +163,11 @@ int main(int argc, char **argv)
 		if (argc >= 6 && !strcmp(argv[5], "ro"))
 			flags |= MS_RDONLY;
 		r = mount(argv[2], argv[3], argv[4], flags, argc >= 7 ? argv[6] : NULL);
+		printf("%s\n", result(r));
+		return !!r;
+	}
+	if (argc == 4 && !strcmp(argv[1], "remount")) {
+		r = mount(NULL, argv[2], NULL, MS_REMOUNT, argv[3]);
 		printf("%s\n", result(r));
 		return !!r;
 	}
