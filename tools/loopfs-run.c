@@ -593,6 +593,8 @@ static void teardown(struct container *c)
 			logmsg("device %s still exists after teardown", path);
 	}
 	vlog("its devices gone after %d ms", ms_since(&start));
+	if (c->kernel_mounts)
+		remove_helper_cgroups(c->supervisor, 1000);
 }
 
 static int child_pidfd = -1;
@@ -639,6 +641,7 @@ int main(int argc, char **argv)
 	int sv[2], fds[2], fd;
 
 	parse_options(argc, argv);
+	c.supervisor = getpid();
 	if (supervise_init())
 		die("cannot set up the supervisor");
 	c.proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);

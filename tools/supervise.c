@@ -46,6 +46,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -733,6 +734,33 @@ static int source_root(const struct request *r, const char *node, dev_t rdev,
 }
 
 /*
+ * In the kernel-mount helper, confined to the device: creates the superblock
+ * from a private root holding the device's node only.  Returns 0 or an
+ * errno.
+ */
+static int create_superblock(const struct caller *k, const struct request *r,
+			     int fs, const char *node, dev_t rdev)
+{
+	char source[PATH_MAX];
+	int err;
+
+	if (source_root(r, node, rdev, source, sizeof(source)))
+		return errno;
+	/* the device program is in force: a node of any other device is refused */
+	if (!mknod("/.probe", S_IFCHR | 0600, makedev(1, 3)) || errno != EPERM) {
+		log_mount(k, r, "denied", "the device program does not confine the kernel mount");
+		return EPERM;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", source, 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0)) {
+		err = errno;
+		log_fs_context(fs);
+		return err;
+	}
+	return 0;
+}
+
+/*
  * In the helper: creates the filesystem from the instance node and attaches
  * it.  This and fuse_mount() return 0 or a positive errno: the helper's exit
  * status, which perform() turns into the reply.
@@ -741,8 +769,9 @@ static int kernel_mount(struct container *c, struct caller *k,
 			const struct request *r, const char *node, dev_t rdev,
 			int tgt)
 {
-	int host_root, dev, fs, mnt, clone;
-	char source[PATH_MAX];
+	struct confinement cf = { .parent = -1, .dir = -1 };
+	int host_root, dev, fs, mnt, clone, err;
+	char why[192];
 	struct stat st;
 
 	/* held open, the device cannot be removed and its dev_t reused */
@@ -754,18 +783,34 @@ static int kernel_mount(struct container *c, struct caller *k,
 	fs = fsopen(r->type, FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return errno;
-	if (fs_configure(fs, r))
-		goto fs_error;
+	if (fs_configure(fs, r)) {
+		err = errno;
+		log_fs_context(fs);
+		return err;
+	}
 	/* a private mount namespace; its root (not the host's) to come back to */
 	if (unshare(CLONE_NEWNS) ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return errno;
 	host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (host_root < 0 || source_root(r, node, rdev, source, sizeof(source)))
+	if (host_root < 0)
 		return errno;
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", source, 0) ||
-	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
-		goto fs_error;
+	/*
+	 * Creating the superblock may open other block devices that the image
+	 * names (an external journal), as host root: only this one may be.
+	 */
+	err = confine_devices(&cf, c->supervisor, rdev);
+	if (err) {
+		snprintf(why, sizeof(why), "cannot confine the kernel mount to its device: %s: %s",
+			 cf.what, strerror(-err));
+		log_mount(k, r, "denied", why);
+		unconfine(&cf);
+		return EPERM;
+	}
+	err = create_superblock(k, r, fs, node, rdev);
+	unconfine(&cf);
+	if (err)
+		return err;
 	if (fchdir(host_root) || chroot("."))
 		return errno;
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC, mount_attrs(r->flags));
@@ -779,14 +824,6 @@ static int kernel_mount(struct container *c, struct caller *k,
 		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
 		return errno;
 	return 0;
-
-fs_error:
-	{
-		int err = errno;
-
-		log_fs_context(fs);
-		return err;
-	}
 }
 
 /* In the helper: runs the FUSE helper as root of the container. */
@@ -846,6 +883,8 @@ static int perform(struct container *c, struct caller *k, const struct request *
 	if (st == 0)
 		_exit(helper ? fuse_mount(c, k, r, helper, src) :
 			       kernel_mount(c, k, r, node, rdev, tgt));
+	if (!helper)
+		c->kernel_mounts++;
 	st = helper_wait(c, &h, -1);
 	if (!st)
 		st = helper_status(&h);

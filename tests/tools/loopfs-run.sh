@@ -32,6 +32,7 @@ chown "$CUID:$CUID" "$S"
 
 cleanup() {
 	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
+	[ -s "$S/jdev" ] && losetup -d "$(cat "$S/jdev")" 2>/dev/null
 	umount "$S/other" 2>/dev/null
 	[ -n "${old_max:-}" ] && echo "$old_max" >/proc/sys/user/max_loop_devices
 	true
@@ -395,6 +396,55 @@ mount=32" "$out" "remount,errors=panic"
 	case $out in *errors=panic*) fail "errors=panic reached the superblock" ;; esac
 }
 
+# A host device holding an external ext4 journal with one user (as for a
+# host filesystem using it).  The container writes its number and UUID into
+# its own image's superblock (no option names it); host root's mount for
+# the container must not open it.  The same image mounted by host root
+# directly does open it: the image is a working attack, and the test shows
+# the confinement.
+test_external_journal_confined() {
+	local jdev jname maj min devnum juuid sum out lines left
+	truncate -s 8M "$S/jdev.img"
+	jdev=$(losetup -f --show "$S/jdev.img")
+	echo "$jdev" >"$S/jdev"
+	jname=${jdev##*/}
+	mke2fs -q -F -O journal_dev -b 4096 "$jdev"
+	mkfs.ext4 -q -F -b 4096 -J device="$jdev" "$S/jowner.img" 16M
+	juuid=$(blkid -p -o value -s UUID "$jdev")
+	read -r maj min < <(stat -c '%t %T' "$jdev")
+	maj=$((16#$maj)) min=$((16#$min))
+	# the superblock's s_journal_dev: new_encode_dev()
+	devnum=$(((min & 0xff) | (maj << 8) | ((min & ~0xff) << 12)))
+	sum=$(sha256sum <"$jdev")
+	lines=$(dmesg_lines)
+	out=$(run -- sh -c "
+		mkfs.ext4 -q -F -b 4096 -O ^has_journal $S/ej.img 16M &&
+		printf '%s\n' 'feature has_journal' 'ssv journal_inum 0' \
+			'ssv journal_dev $devnum' 'ssv journal_uuid $juuid' |
+			debugfs -w -f - $S/ej.img >/dev/null 2>&1 || exit 1
+		if mount -o loop $S/ej.img /mnt; then
+			echo MOUNTED
+			ls /proc/fs/jbd2
+			umount /mnt
+		fi" 2>&1)
+	echo "$out"
+	dmesg_since "$lines" | grep -i journal || true
+	case $out in *MOUNTED*) fail "the container's mount with the host's journal succeeded" ;; esac
+	expect_eq "$sum" "$(sha256sum <"$jdev")" "the host journal device's content"
+	# the helper's cgroup is gone with it
+	mkdir "$S/cg"
+	mount -t cgroup2 cgroup2 "$S/cg"
+	left=$(find "$S/cg" -name 'loopfs-run.*')
+	umount "$S/cg"
+	[ -z "$left" ] || fail "cgroups left: $left"
+	# control: host root mounting the same image opens the host device
+	mount -o loop "$S/ej.img" "$S/mnt" || fail "control: host root's mount of the crafted image failed"
+	test -e "/proc/fs/jbd2/$jname" || fail "control: no journal on $jname"
+	umount "$S/mnt"
+	losetup -d "$jdev"
+	rm -f "$S/jdev"
+}
+
 # A FUSE filesystem of the container's own (fuse2fs on a copy of the image,
 # mounted through CONTINUE) whose daemon is stopped.  Shell code for the
 # container; $fpid is the daemon.
@@ -485,7 +535,7 @@ test_stalled_resolver_times_out() {
 	true
 }
 
-tap_plan 26
+tap_plan 27
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -509,6 +559,7 @@ run_test "mount(2) through the i386 ABI (int 0x80) is supervised the same way" t
 run_test "an ext4 error on an image that asks for panic remounts it read-only, never panics the host" test_fs_error_no_panic
 run_test "errors=panic is refused with EPERM and logged (mount -o loop,errors=panic; ext4, vfat)" test_errors_panic_refused
 run_test "remount,errors=panic of a supervised mount is refused by the kernel" test_remount_errors_panic_refused
+run_test "an image naming a host device as external journal: the mount fails, the device is untouched" test_external_journal_confined
 run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
