@@ -107,6 +107,8 @@ static void parse_options(int argc, char **argv)
 		{ "fuse", required_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		/* for tests, see loopfs-run(1); not in the usage */
+		{ "helper-timeout", required_argument, NULL, 't' },
 		{}
 	};
 	const char *s;
@@ -123,6 +125,7 @@ static void parse_options(int argc, char **argv)
 		have_gid = true;
 	}
 	cfg.devices = 8;
+	cfg.helper_timeout_ms = 60000;
 
 	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
 		switch (c) {
@@ -161,6 +164,12 @@ static void parse_options(int argc, char **argv)
 			break;
 		case 'v':
 			cfg.verbose = true;
+			break;
+		case 't':
+			n = parse_num(optarg, "--helper-timeout");
+			if (!n || n > 3600)
+				die("--helper-timeout must be 1..3600 seconds");
+			cfg.helper_timeout_ms = n * 1000;
 			break;
 		case 'h':
 			usage(stdout);
@@ -362,11 +371,13 @@ static void exec_command(int sock, int inst)
 }
 
 static pid_t init_pid;
+static int init_pidfd = -1;
 
+/* through a pidfd: once the child is reaped, its pid may be another's */
 static void forward_signal(int sig)
 {
-	if (init_pid > 0)
-		kill(init_pid, sig);
+	if (init_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, init_pidfd, sig, NULL, 0);
 }
 
 static int container_main(int sock)
@@ -400,6 +411,7 @@ static int container_main(int sock)
 	}
 	close(inst);
 	close(sock);
+	init_pidfd = syscall(SYS_pidfd_open, init_pid, 0);
 	signal(SIGINT, forward_signal);
 	signal(SIGTERM, forward_signal);
 	signal(SIGHUP, forward_signal);
@@ -451,12 +463,39 @@ static bool in_container_userns(struct container *c, int fd)
 	return false;
 }
 
-/* SIGKILLs every process left in the container; returns how many. */
+/* Has pid exited, its parent yet to reap it? */
+static bool zombie(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return true;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return true;
+	buf[n] = '\0';
+	/* "pid (comm) S ...", comm may hold anything */
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+/*
+ * SIGKILLs every process left in the container; returns how many, zombies
+ * left out (their user namespace can still be looked up).  Each is
+ * signalled through a pidfd opened before its user namespace is looked at
+ * and still alive after: the pid named that process all along, so a pid
+ * reused meanwhile is never signalled.
+ */
 static int kill_leftovers(struct container *c)
 {
 	struct dirent *de;
 	char path[64];
-	int killed = 0, fd;
+	int killed = 0, fd, pidfd;
 	DIR *d;
 
 	d = opendir("/proc");
@@ -467,10 +506,17 @@ static int kill_leftovers(struct container *c)
 
 		if (pid <= 1 || pid == getpid())
 			continue;
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd < 0)
+			continue;
 		snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && in_container_userns(c, fd) && !kill(pid, SIGKILL))
+		if (fd >= 0 && in_container_userns(c, fd) &&
+		    !syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) &&
+		    !syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) &&
+		    !zombie(pid))
 			killed++;
+		close(pidfd);
 	}
 	closedir(d);
 	return killed;
@@ -496,6 +542,15 @@ static int record_devices(struct container *c, dev_t *devs, int max)
 	return n;
 }
 
+static int ms_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000 +
+	       (now.tv_nsec - start->tv_nsec) / 1000000;
+}
+
 static void sleep_ms(int ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -509,15 +564,23 @@ static void sleep_ms(int ms)
  */
 static void teardown(struct container *c)
 {
+	struct timespec start;
 	dev_t devs[1024];
 	char path[64];
 	int i, n, tries;
 
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	n = record_devices(c, devs, 1024);
-	for (tries = 0; tries < 500 && kill_leftovers(c); tries++)
+	/*
+	 * A helper stuck in the container's FUSE filesystem dies once the
+	 * daemon is killed here; it is reaped if it does within a moment.
+	 */
+	for (tries = 0; tries < 500 && kill_leftovers(c); tries++) {
+		reap_helpers(0);
 		sleep_ms(10);
-	while (waitpid(-1, NULL, WNOHANG) > 0)
-		;
+	}
+	vlog("no process of the container left after %d ms", ms_since(&start));
+	reap_helpers(2000);
 	if (c->notify_fd >= 0)
 		close(c->notify_fd);
 	close(c->inst_fd);
@@ -529,29 +592,30 @@ static void teardown(struct container *c)
 		if (!access(path, F_OK))
 			logmsg("device %s still exists after teardown", path);
 	}
+	vlog("its devices gone after %d ms", ms_since(&start));
+	if (c->kernel_mounts)
+		remove_helper_cgroups(c->supervisor, 1000);
 }
 
-static pid_t child_pid;
+static int child_pidfd = -1;
 
 static void supervisor_signal(int sig)
 {
-	if (child_pid > 0)
-		kill(child_pid, sig);
+	if (child_pidfd >= 0)
+		syscall(SYS_pidfd_send_signal, child_pidfd, sig, NULL, 0);
 }
 
 static int supervise(struct container *c)
 {
 	struct pollfd p[2];
-	int pidfd, status = 0;
+	int status = 0;
 
-	pidfd = syscall(SYS_pidfd_open, c->pid, 0);
-	if (pidfd < 0)
-		die("pidfd_open: %m");
 	p[0].fd = c->notify_fd;
 	p[0].events = POLLIN;
-	p[1].fd = pidfd;
+	p[1].fd = c->pidfd;
 	p[1].events = POLLIN;
-	for (;;) {
+	/* every wait on a helper watches the pidfd too: see c->exited */
+	while (!c->exited) {
 		if (poll(p, 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
@@ -564,7 +628,6 @@ static int supervise(struct container *c)
 		if (p[1].revents & POLLIN)
 			break;
 	}
-	close(pidfd);
 	status = wait_child(c->pid, -1);
 	teardown(c);
 	return status < 0 ? 125 : status;
@@ -572,12 +635,13 @@ static int supervise(struct container *c)
 
 int main(int argc, char **argv)
 {
-	struct container c = { .notify_fd = -1, .inst_fd = -1 };
+	struct container c = { .notify_fd = -1, .inst_fd = -1, .pidfd = -1 };
 	struct stat st;
 	char path[64], ch;
 	int sv[2], fds[2], fd;
 
 	parse_options(argc, argv);
+	c.supervisor = getpid();
 	if (supervise_init())
 		die("cannot set up the supervisor");
 	c.proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -594,7 +658,10 @@ int main(int argc, char **argv)
 		close(c.proc_fd);
 		exit(container_main(sv[1]));
 	}
-	child_pid = c.pid;
+	c.pidfd = syscall(SYS_pidfd_open, c.pid, 0);
+	if (c.pidfd < 0)
+		die("pidfd_open: %m");
+	child_pidfd = c.pidfd;
 	close(sv[1]);
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGINT, supervisor_signal);

@@ -31,12 +31,17 @@ struct config {
 	struct fuse_map fuse[MAX_LIST];
 	int nfuse;
 	bool verbose;
+	int helper_timeout_ms;		/* bound on every helper */
 	char **argv;			/* COMMAND */
 };
 
 /* What the supervisor knows about its container. */
 struct container {
 	pid_t pid;			/* first process, inside all namespaces */
+	int pidfd;			/* of pid: readable once COMMAND exited */
+	bool exited;			/* seen while handling a mount */
+	pid_t supervisor;
+	int kernel_mounts;		/* kernel-mount helpers started */
 	int notify_fd;			/* seccomp listener, supervisor only */
 	int inst_fd;			/* O_PATH, root of the loopfs instance */
 	int proc_fd;			/* O_PATH, the host's /proc */
@@ -58,5 +63,19 @@ void printable(char *dst, size_t size, const char *src);
 /* supervise.c */
 void handle_notification(struct container *c);
 int supervise_init(void);
+void reap_helpers(int timeout_ms);
+
+/* confine.c: a kernel-mount helper's cgroup allowing one block device */
+struct confinement {
+	int parent;			/* the helper's cgroup */
+	int dir;			/* the one made for it */
+	char name[64];
+	bool entered;
+	const char *what;		/* the step that failed */
+};
+
+int confine_devices(struct confinement *cf, pid_t supervisor, dev_t dev);
+void unconfine(struct confinement *cf);
+void remove_helper_cgroups(pid_t supervisor, int timeout_ms);
 
 #endif

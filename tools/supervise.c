@@ -2,11 +2,11 @@
 /*
  * loopfs-run: the mount(2) policy.
  *
- * For every notification the supervisor reads the arguments from the
- * caller's memory once, re-validates the notification, and resolves the
- * source and target in the caller's context (a short-lived helper joins the
- * caller's mount and user namespaces as their root and chroots to the
- * caller's root and cwd).  Then:
+ * For every notification a short-lived helper reads the arguments from the
+ * caller's memory once and resolves the source and target in the caller's
+ * context (it joins the caller's mount and user namespaces as their root and
+ * chroots to the caller's root and cwd); the supervisor then re-validates
+ * the notification.  Then:
  *  - remount, move, propagation changes, and sources that are not block
  *    devices: CONTINUE, the kernel judges them with the caller's privileges;
  *  - a block device of this container's loopfs instance, an allowed type,
@@ -16,6 +16,14 @@
  *    locked, and the result is the reply;
  *  - anything else: EPERM and a line on stderr.
  * A block-device mount is never CONTINUEd.
+ *
+ * The container can stall whatever touches its files or memory (a FUSE
+ * daemon of its own that stops answering), so the supervisor itself never
+ * does: helpers do, and every wait for one ends at its deadline (the helper
+ * timeout) or when COMMAND exits, whichever comes first.  A helper that is
+ * given up on is killed through its pidfd and reaped later, never waited
+ * for: it may sit in an uninterruptible wait until the container's FUSE
+ * daemons die at teardown.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -27,21 +35,28 @@
 #include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "loopfs-run.h"
 
-#define HELPER_TIMEOUT_MS	60000
 #define CAP_SYS_ADMIN_BIT	21
+#define ARRAY_SIZE(a)		(sizeof(a) / sizeof(*(a)))
+/* helpers given up on and not reaped yet */
+#define PENDING_MAX		64
 
 /* Flags a filesystem mount made for the container may carry. */
 #define MOUNT_FLAGS_OK	(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | \
@@ -57,6 +72,16 @@ static const char *const denied_options[] = {
 	"journal_dev", "journal_path", "device",
 };
 
+/*
+ * Filesystems whose superblock carries an error behaviour (s_errors, as set
+ * by "tune2fs -e panic") and default mount options (s_mount_opts, which may
+ * say errors=panic) that the kernel follows unless the mount's own options
+ * say otherwise: an explicit errors= is applied after both.
+ */
+static const char *const errors_in_superblock[] = {
+	"ext2", "ext3", "ext4",
+};
+
 struct caller {
 	pid_t pid;
 	int mnt_fd, user_fd, pid_fd, root_fd, cwd_fd;
@@ -70,6 +95,20 @@ struct request {
 	char type[256];
 	char data[4096];
 	bool has_type;
+	bool unreadable;	/* source or target: the kernel will say EFAULT */
+	bool have_strings;	/* the helper's copy arrived */
+};
+
+/* What the resolving helper found for source and target. */
+struct resolved {
+	int err[2];		/* 0 or the errno of opening it */
+	struct stat st[2];
+};
+
+struct helper {
+	pid_t pid;		/* 0 once reaped */
+	int pidfd;
+	struct timespec deadline;
 };
 
 enum verdict { V_CONTINUE, V_REPLY, V_DROP };
@@ -77,6 +116,8 @@ enum verdict { V_CONTINUE, V_REPLY, V_DROP };
 static struct seccomp_notif *req;
 static struct seccomp_notif_resp *resp;
 static struct seccomp_notif_sizes sizes;
+static struct helper pending[PENDING_MAX];
+static int npending;
 
 int supervise_init(void)
 {
@@ -88,6 +129,150 @@ int supervise_init(void)
 	if (sizes.seccomp_notif_resp < sizeof(*resp))
 		sizes.seccomp_notif_resp = sizeof(*resp);
 	return seccomp_notify_alloc(&req, &resp) ? -1 : 0;
+}
+
+static int ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	long long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (deadline->tv_sec - now.tv_sec) * 1000LL +
+	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 0 ? 0 : ms > INT_MAX ? INT_MAX : ms;
+}
+
+static void deadline_in(struct timespec *deadline, int ms)
+{
+	clock_gettime(CLOCK_MONOTONIC, deadline);
+	deadline->tv_sec += ms / 1000;
+	deadline->tv_nsec += (ms % 1000) * 1000000L;
+	if (deadline->tv_nsec >= 1000000000L) {
+		deadline->tv_sec++;
+		deadline->tv_nsec -= 1000000000L;
+	}
+}
+
+/*
+ * Reaps the helpers given up on that have exited, waiting at most
+ * timeout_ms for the others.
+ */
+void reap_helpers(int timeout_ms)
+{
+	struct pollfd p[PENDING_MAX];
+	struct timespec deadline;
+	int i;
+
+	deadline_in(&deadline, timeout_ms);
+	for (;;) {
+		for (i = 0; i < npending;) {
+			if (!waitpid(pending[i].pid, NULL, WNOHANG)) {
+				i++;
+				continue;
+			}
+			if (pending[i].pidfd >= 0)
+				close(pending[i].pidfd);
+			pending[i] = pending[--npending];
+		}
+		if (!npending || !ms_left(&deadline))
+			return;
+		for (i = 0; i < npending; i++) {
+			p[i].fd = pending[i].pidfd;
+			p[i].events = POLLIN;
+		}
+		poll(p, npending, ms_left(&deadline));
+	}
+}
+
+/* Reaps h if it has exited, else leaves it to reap_helpers(). */
+static void helper_done(struct helper *h)
+{
+	if (h->pid > 0 && !waitpid(h->pid, NULL, WNOHANG)) {
+		if (npending == PENDING_MAX)
+			reap_helpers(0);
+		if (npending < PENDING_MAX) {
+			pending[npending++] = *h;
+			return;
+		}
+		/* a zombie until we exit */
+	}
+	if (h->pidfd >= 0)
+		close(h->pidfd);
+	h->pid = 0;
+	h->pidfd = -1;
+}
+
+/*
+ * Forks a helper, due within the helper timeout: returns 0 in the helper,
+ * 1 in the supervisor, or -errno.
+ */
+static int helper_fork(struct container *c, struct helper *h)
+{
+	int err;
+
+	h->pidfd = -1;
+	h->pid = fork();
+	if (h->pid < 0)
+		return -errno;
+	if (h->pid == 0) {
+		/* none may keep the listener alive when the supervisor dies */
+		close(c->notify_fd);
+		return 0;
+	}
+	deadline_in(&h->deadline, cfg.helper_timeout_ms);
+	/* our child, not reaped yet: the pid cannot name another process */
+	h->pidfd = syscall(SYS_pidfd_open, h->pid, 0);
+	if (h->pidfd < 0) {
+		err = errno;
+		kill(h->pid, SIGKILL);
+		helper_done(h);
+		return -err;
+	}
+	return 1;
+}
+
+/*
+ * Waits until fd is readable (the helper's answer) or, with fd < 0, until
+ * the helper exits: at most until its deadline, and never past COMMAND's
+ * exit.  Returns 0, or -ETIMEDOUT or -ECANCELED (COMMAND exited, c->exited
+ * is set) once the helper is killed.
+ */
+static int helper_wait(struct container *c, struct helper *h, int fd)
+{
+	struct pollfd p[2] = {
+		{ .fd = c->pidfd, .events = POLLIN },
+		{ .fd = fd >= 0 ? fd : h->pidfd, .events = POLLIN },
+	};
+	int r;
+
+	do
+		r = poll(p, 2, ms_left(&h->deadline));
+	while (r < 0 && errno == EINTR);
+	if (r > 0 && !p[0].revents)
+		return 0;
+	if (r < 0) {
+		r = -errno;
+	} else if (r > 0) {
+		c->exited = true;
+		r = -ECANCELED;
+	} else {
+		r = -ETIMEDOUT;
+	}
+	syscall(SYS_pidfd_send_signal, h->pidfd, SIGKILL, NULL, 0);
+	return r;
+}
+
+/* The exit status of a helper that has exited (128 + signal if killed). */
+static int helper_status(struct helper *h)
+{
+	int status;
+
+	if (waitpid(h->pid, &status, WNOHANG) != h->pid)
+		return -ECHILD;
+	h->pid = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
 }
 
 /* Reads a NUL-terminated string at addr in the caller, page by page. */
@@ -181,55 +366,131 @@ static int enter_caller(struct caller *k, int user_fd, bool chroot_caller)
 }
 
 /*
- * Opens source and target (O_PATH, following symlinks as mount(2) does) in
- * the caller's context.  errs[] gets 0 or the errno of each open.
+ * In the resolving helper, still host root: the call's strings from the
+ * caller's memory.  (A page the container backs by its own FUSE daemon
+ * fails here at once: FUSE refuses requests from ids its user namespace
+ * does not map.)
+ */
+static int read_request(struct container *c, struct caller *k,
+			struct request *r)
+{
+	const struct seccomp_data *d = &req->data;
+	char path[64];
+	int mem;
+
+	snprintf(path, sizeof(path), "%d/mem", k->pid);
+	mem = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
+	if (mem < 0)
+		return -errno;
+	r->unreadable = read_string(mem, d->args[0], r->source, sizeof(r->source)) ||
+			read_string(mem, d->args[1], r->target, sizeof(r->target));
+	r->has_type = d->args[2] &&
+		read_string(mem, d->args[2], r->type, sizeof(r->type)) == 0;
+	if (d->args[4] && read_string(mem, d->args[4], r->data, sizeof(r->data)))
+		r->data[0] = '\0';
+	close(mem);
+	return 0;
+}
+
+/* Opens path (O_PATH, following symlinks as mount(2) does) and stats it. */
+static int open_path(const char *path, struct stat *st)
+{
+	int fd, err;
+
+	fd = open(path, O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, st)) {
+		err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+/*
+ * The resolving helper: sends the strings, then, in the caller's context,
+ * the descriptors of source and target and what they are.
+ */
+static int resolver(struct container *c, struct caller *k, struct request *r,
+		    int sock)
+{
+	struct resolved res;
+	int out[2], n = 0, i;
+
+	memset(&res, 0, sizeof(res));
+	if (read_request(c, k, r) || send_fds(sock, r, sizeof(*r), NULL, 0))
+		return 1;
+	if (r->unreadable)
+		return 0;
+	if (enter_caller(k, k->user_fd, true))
+		return 1;
+	for (i = 0; i < 2; i++) {
+		int fd = open_path(i ? r->target : r->source, &res.st[i]);
+
+		res.err[i] = fd < 0 ? -fd : 0;
+		if (fd >= 0)
+			out[n++] = fd;
+	}
+	return send_fds(sock, &res, sizeof(res), out, n) ? 1 : 0;
+}
+
+/*
+ * Has a helper read the call's strings into r and open source and target in
+ * the caller's context.  fds[] get the descriptors (or -1), res their errnos
+ * and stats.  Returns 0; -EFAULT if the strings cannot be read; -ETIMEDOUT;
+ * -ECANCELED (COMMAND exited); or another -errno.  r->have_strings says
+ * whether the strings arrived, also on failure.
  */
 static int resolve(struct container *c, struct caller *k, struct request *r,
-		   int fds[2], int errs[2])
+		   int fds[2], struct resolved *res)
 {
-	int sv[2], got, st, i;
-	pid_t pid;
+	struct helper h;
+	int sv[2], ret;
 
-	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		return -errno;
-	pid = fork();
-	if (pid < 0) {
+	ret = helper_fork(c, &h);
+	if (ret == 0) {
 		close(sv[0]);
-		close(sv[1]);
-		return -errno;
-	}
-	if (pid == 0) {
-		int out[2], res[2], n = 0;
-
-		close(c->notify_fd);
-		close(sv[0]);
-		if (enter_caller(k, k->user_fd, true))
-			_exit(1);
-		out[0] = open(r->source, O_PATH | O_CLOEXEC);
-		res[0] = out[0] < 0 ? errno : 0;
-		out[1] = open(r->target, O_PATH | O_CLOEXEC);
-		res[1] = out[1] < 0 ? errno : 0;
-		if (out[0] >= 0)
-			n++;
-		if (out[1] >= 0)
-			out[n++] = out[1];
-		_exit(send_fds(sv[1], res, sizeof(res), out, n) ? 1 : 0);
+		_exit(resolver(c, k, r, sv[1]));
 	}
 	close(sv[1]);
-	got = recv_fds(sv[0], errs, 2 * sizeof(int), fds, 2);
+	if (ret < 0)
+		goto out;
+	/* first the strings, then the descriptors */
+	ret = helper_wait(c, &h, sv[0]);
+	if (!ret)
+		ret = recv_fds(sv[0], r, sizeof(*r), NULL, 0);
+	if (ret)
+		goto done;
+	r->have_strings = true;
+	if (r->unreadable) {
+		ret = -EFAULT;
+		goto done;
+	}
+	ret = helper_wait(c, &h, sv[0]);
+	if (!ret)
+		ret = recv_fds(sv[0], res, sizeof(*res), fds, 2);
+	if (ret >= 0) {
+		/* fds arrive packed: put them back in their slots */
+		if (res->err[0] && ret == 1) {
+			fds[1] = fds[0];
+			fds[0] = -1;
+		}
+		ret = 0;
+		/*
+		 * It exits right away: waiting for that (bounded as ever)
+		 * costs less than overlapping its exit with the next fork.
+		 */
+		if (!helper_wait(c, &h, -1))
+			helper_status(&h);
+	}
+done:
+	helper_done(&h);
+out:
 	close(sv[0]);
-	st = wait_child(pid, HELPER_TIMEOUT_MS);
-	if (got < 0 || st != 0) {
-		for (i = 0; got > 0 && i < got; i++)
-			close(fds[i]);
-		return -EIO;
-	}
-	/* fds arrive packed: put them back in their slots */
-	if (errs[0] && got == 1) {
-		fds[1] = fds[0];
-		fds[0] = -1;
-	}
-	return 0;
+	return ret;
 }
 
 /* Finds the node of dev in the instance root; 0 and its name, or -ENOENT. */
@@ -278,22 +539,60 @@ static bool fs_allowed(const char *type)
 	return false;
 }
 
-/* Returns the first denied option in data, or NULL. */
-static const char *denied_option(const char *data, char *buf, size_t size)
+/* Says in why, and returns true, if an option in data may not be used. */
+static bool option_refused(const char *data, char *why, size_t size)
 {
-	char *tok, *save;
+	char buf[4096], *tok, *save;
 	size_t i, len;
 
-	snprintf(buf, size, "%s", data);
+	snprintf(buf, sizeof(buf), "%s", data);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		len = strcspn(tok, "=");
-		for (i = 0; i < sizeof(denied_options) / sizeof(*denied_options); i++) {
+		for (i = 0; i < ARRAY_SIZE(denied_options); i++) {
 			if (strlen(denied_options[i]) == len &&
-			    !strncmp(tok, denied_options[i], len))
-				return denied_options[i];
+			    !strncmp(tok, denied_options[i], len)) {
+				snprintf(why, size, "option %s not allowed",
+					 denied_options[i]);
+				return true;
+			}
+		}
+		/* errors=panic, onerror=panic (ufs): whatever the filesystem */
+		if (tok[len] && !strcasecmp(tok + len + 1, "panic")) {
+			snprintf(why, size,
+				 "option %.*s=panic not allowed: a filesystem error would halt the host",
+				 (int)(len < 32 ? len : 32), tok);
+			return true;
 		}
 	}
-	return NULL;
+	return false;
+}
+
+static bool in_list(const char *type, const char *const *list, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (!strcmp(type, list[i]))
+			return true;
+	}
+	return false;
+}
+
+/* "VERB mount("SRC", "TGT", "TYPE", FLAGS) by pid N: WHY" on stderr */
+static void log_mount(const struct caller *k, const struct request *r,
+		      const char *verb, const char *why)
+{
+	char s[256], t[256], y[64];
+
+	if (!r->have_strings) {
+		logmsg("%s mount(2) by pid %d: %s", verb, k->pid, why);
+		return;
+	}
+	printable(s, sizeof(s), r->source);
+	printable(t, sizeof(t), r->target);
+	printable(y, sizeof(y), r->has_type ? r->type : NULL);
+	logmsg("%s mount(\"%s\", \"%s\", \"%s\", 0x%lx) by pid %d: %s",
+	       verb, s, t, y, r->flags, k->pid, why);
 }
 
 static void log_fs_context(int fs)
@@ -314,9 +613,10 @@ static int fs_configure(int fs, const struct request *r)
 		{ MS_DIRSYNC, "dirsync" }, { MS_LAZYTIME, "lazytime" },
 	};
 	char buf[sizeof(r->data)], *tok, *save, *eq;
+	bool errors_set = false;
 	size_t i;
 
-	for (i = 0; i < sizeof(sb_flags) / sizeof(*sb_flags); i++) {
+	for (i = 0; i < ARRAY_SIZE(sb_flags); i++) {
 		if ((r->flags & sb_flags[i].flag) &&
 		    fsconfig(fs, FSCONFIG_SET_FLAG, sb_flags[i].key, NULL, 0))
 			return -errno;
@@ -330,7 +630,17 @@ static int fs_configure(int fs, const struct request *r)
 		if (fsconfig(fs, eq ? FSCONFIG_SET_STRING : FSCONFIG_SET_FLAG,
 			     tok, eq, 0))
 			return -errno;
+		if (!strcmp(tok, "errors"))
+			errors_set = true;
 	}
+	/*
+	 * errors=panic was refused; unless the caller chose continue or
+	 * remount-ro, a superblock asking for panic must not have its way
+	 */
+	if (!errors_set &&
+	    in_list(r->type, errors_in_superblock, ARRAY_SIZE(errors_in_superblock)) &&
+	    fsconfig(fs, FSCONFIG_SET_STRING, "errors", "remount-ro", 0))
+		return -errno;
 	return 0;
 }
 
@@ -386,7 +696,7 @@ static int locked_clone(int mnt)
 	if (recv_fds(sv[0], &ch, 1, &fd, 1) != 1)
 		fd = -EIO;
 	close(sv[0]);
-	st = wait_child(pid, HELPER_TIMEOUT_MS);
+	st = wait_child(pid, cfg.helper_timeout_ms);
 	if (fd >= 0 && st) {
 		close(fd);
 		fd = -EIO;
@@ -424,6 +734,33 @@ static int source_root(const struct request *r, const char *node, dev_t rdev,
 }
 
 /*
+ * In the kernel-mount helper, confined to the device: creates the superblock
+ * from a private root holding the device's node only.  Returns 0 or an
+ * errno.
+ */
+static int create_superblock(const struct caller *k, const struct request *r,
+			     int fs, const char *node, dev_t rdev)
+{
+	char source[PATH_MAX];
+	int err;
+
+	if (source_root(r, node, rdev, source, sizeof(source)))
+		return errno;
+	/* the device program is in force: a node of any other device is refused */
+	if (!mknod("/.probe", S_IFCHR | 0600, makedev(1, 3)) || errno != EPERM) {
+		log_mount(k, r, "denied", "the device program does not confine the kernel mount");
+		return EPERM;
+	}
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", source, 0) ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0)) {
+		err = errno;
+		log_fs_context(fs);
+		return err;
+	}
+	return 0;
+}
+
+/*
  * In the helper: creates the filesystem from the instance node and attaches
  * it.  This and fuse_mount() return 0 or a positive errno: the helper's exit
  * status, which perform() turns into the reply.
@@ -432,8 +769,9 @@ static int kernel_mount(struct container *c, struct caller *k,
 			const struct request *r, const char *node, dev_t rdev,
 			int tgt)
 {
-	int host_root, dev, fs, mnt, clone;
-	char source[PATH_MAX];
+	struct confinement cf = { .parent = -1, .dir = -1 };
+	int host_root, dev, fs, mnt, clone, err;
+	char why[192];
 	struct stat st;
 
 	/* held open, the device cannot be removed and its dev_t reused */
@@ -445,18 +783,34 @@ static int kernel_mount(struct container *c, struct caller *k,
 	fs = fsopen(r->type, FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return errno;
-	if (fs_configure(fs, r))
-		goto fs_error;
+	if (fs_configure(fs, r)) {
+		err = errno;
+		log_fs_context(fs);
+		return err;
+	}
 	/* a private mount namespace; its root (not the host's) to come back to */
 	if (unshare(CLONE_NEWNS) ||
 	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL))
 		return errno;
 	host_root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (host_root < 0 || source_root(r, node, rdev, source, sizeof(source)))
+	if (host_root < 0)
 		return errno;
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", source, 0) ||
-	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
-		goto fs_error;
+	/*
+	 * Creating the superblock may open other block devices that the image
+	 * names (an external journal), as host root: only this one may be.
+	 */
+	err = confine_devices(&cf, c->supervisor, rdev);
+	if (err) {
+		snprintf(why, sizeof(why), "cannot confine the kernel mount to its device: %s: %s",
+			 cf.what, strerror(-err));
+		log_mount(k, r, "denied", why);
+		unconfine(&cf);
+		return EPERM;
+	}
+	err = create_superblock(k, r, fs, node, rdev);
+	unconfine(&cf);
+	if (err)
+		return err;
 	if (fchdir(host_root) || chroot("."))
 		return errno;
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC, mount_attrs(r->flags));
@@ -470,14 +824,6 @@ static int kernel_mount(struct container *c, struct caller *k,
 		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
 		return errno;
 	return 0;
-
-fs_error:
-	{
-		int err = errno;
-
-		log_fs_context(fs);
-		return err;
-	}
 }
 
 /* In the helper: runs the FUSE helper as root of the container. */
@@ -498,7 +844,7 @@ static int fuse_mount(struct container *c, struct caller *k,
 	if (pid < 0)
 		return errno;
 	if (pid) {
-		st = wait_child(pid, HELPER_TIMEOUT_MS);
+		st = wait_child(pid, cfg.helper_timeout_ms);
 		return st == 0 ? 0 : EIO;
 	}
 	if (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd))
@@ -524,46 +870,60 @@ static int fuse_mount(struct container *c, struct caller *k,
 	_exit(1);
 }
 
+/* Returns 0 or the errno of the mount, ETIMEDOUT, ECANCELED (COMMAND exited). */
 static int perform(struct container *c, struct caller *k, const struct request *r,
 		   const char *node, dev_t rdev, const char *helper, int src, int tgt)
 {
+	struct helper h;
 	int st;
-	pid_t pid;
 
-	pid = fork();
-	if (pid < 0)
-		return errno;
-	if (pid == 0) {
-		close(c->notify_fd);
+	st = helper_fork(c, &h);
+	if (st < 0)
+		return -st;
+	if (st == 0)
 		_exit(helper ? fuse_mount(c, k, r, helper, src) :
 			       kernel_mount(c, k, r, node, rdev, tgt));
-	}
-	st = wait_child(pid, HELPER_TIMEOUT_MS);
+	if (!helper)
+		c->kernel_mounts++;
+	st = helper_wait(c, &h, -1);
+	if (!st)
+		st = helper_status(&h);
+	helper_done(&h);
 	if (st < 0)
 		return -st;
 	return st >= 128 ? EIO : st;
 }
 
+static enum verdict refuse(struct caller *k, const struct request *r, int *err,
+			   int errnum, const char *why)
+{
+	log_mount(k, r, errnum == EPERM ? "denied" : "failed", why);
+	*err = errnum;
+	return V_REPLY;
+}
+
 static enum verdict deny(struct caller *k, const struct request *r, int *err,
 			 const char *why)
 {
-	char s[256], t[256], y[64];
+	return refuse(k, r, err, EPERM, why);
+}
 
-	printable(s, sizeof(s), r->source);
-	printable(t, sizeof(t), r->target);
-	printable(y, sizeof(y), r->has_type ? r->type : NULL);
-	logmsg("denied mount(\"%s\", \"%s\", \"%s\", 0x%lx) by pid %d: %s",
-	       s, t, y, r->flags, k->pid, why);
-	*err = EPERM;
-	return V_REPLY;
+static enum verdict timed_out(struct caller *k, const struct request *r,
+			      int *err, const char *helper)
+{
+	char why[128];
+
+	snprintf(why, sizeof(why), "the %s helper timed out after %d s",
+		 helper, cfg.helper_timeout_ms / 1000);
+	return refuse(k, r, err, ETIMEDOUT, why);
 }
 
 static enum verdict decide_block(struct container *c, struct caller *k,
 				 struct request *r, const struct stat *st,
-				 int fds[2], int errs[2], int *err)
+				 int fds[2], const int errs[2], int *err)
 {
-	char node[NAME_MAX + 1], why[128], buf[sizeof(r->data)];
-	const char *helper, *opt;
+	char node[NAME_MAX + 1], why[128];
+	const char *helper;
 
 	if (r->flags & MS_BIND)
 		return deny(k, r, err, "bind mount of a block device node");
@@ -579,11 +939,8 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 			 r->flags & ~MOUNT_FLAGS_OK);
 		return deny(k, r, err, why);
 	}
-	opt = denied_option(r->data, buf, sizeof(buf));
-	if (opt) {
-		snprintf(why, sizeof(why), "option %s not allowed", opt);
+	if (option_refused(r->data, why, sizeof(why)))
 		return deny(k, r, err, why);
-	}
 	if (fds[1] < 0) {
 		*err = errs[1];
 		return V_REPLY;
@@ -592,6 +949,10 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 	if (seccomp_notify_id_valid(c->notify_fd, req->id))
 		return V_DROP;
 	*err = perform(c, k, r, node, st->st_rdev, helper, fds[0], fds[1]);
+	if (c->exited)
+		return V_DROP;
+	if (*err == ETIMEDOUT)
+		return timed_out(k, r, err, "mount");
 	vlog("%s mount of %s (%s) on %s by pid %d: %s", helper ? helper : "kernel",
 	     node, r->type, r->target, k->pid, *err ? strerror(*err) : "done");
 	return V_REPLY;
@@ -601,10 +962,9 @@ static enum verdict decide(struct container *c, struct caller *k,
 			   struct request *r, int *err)
 {
 	const struct seccomp_data *d = &req->data;
-	int mem, fds[2] = { -1, -1 }, errs[2];
-	enum verdict v = V_CONTINUE;
-	char path[64];
-	struct stat st;
+	int fds[2] = { -1, -1 }, ret;
+	struct resolved res;
+	enum verdict v;
 
 	r->flags = d->args[3];
 	if ((r->flags & MS_MGC_MSK) == MS_MGC_VAL)
@@ -615,33 +975,24 @@ static enum verdict decide(struct container *c, struct caller *k,
 
 	if (open_caller(c, k))
 		return V_DROP;
-	snprintf(path, sizeof(path), "%d/mem", k->pid);
-	mem = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (mem < 0)
-		return V_DROP;
-	/* unreadable strings: the kernel will say EFAULT itself */
-	if (read_string(mem, d->args[0], r->source, sizeof(r->source)) ||
-	    read_string(mem, d->args[1], r->target, sizeof(r->target)))
+	ret = resolve(c, k, r, fds, &res);
+	if (c->exited) {
+		v = V_DROP;
+	} else if (ret == -ETIMEDOUT) {
+		v = timed_out(k, r, err, "path-resolving");
+	} else if (seccomp_notify_id_valid(c->notify_fd, req->id)) {
+		/* the caller is gone: what was read and opened may not be its */
+		v = V_DROP;
+	} else if (ret == -EFAULT) {
+		/* unreadable strings: the kernel will say EFAULT itself */
 		v = V_CONTINUE;
-	else
-		v = V_REPLY;
-	r->has_type = d->args[2] &&
-		read_string(mem, d->args[2], r->type, sizeof(r->type)) == 0;
-	if (d->args[4] && read_string(mem, d->args[4], r->data, sizeof(r->data)))
-		r->data[0] = '\0';
-	close(mem);
-	/* the pid still is the caller: what we read and opened is theirs */
-	if (seccomp_notify_id_valid(c->notify_fd, req->id))
-		return V_DROP;
-	if (v == V_CONTINUE)
-		return v;
-
-	if (resolve(c, k, r, fds, errs))
-		return deny(k, r, err, "cannot resolve the paths in the caller's context");
-	if (fds[0] < 0 || fstat(fds[0], &st) || !S_ISBLK(st.st_mode))
+	} else if (ret) {
+		v = deny(k, r, err, "cannot resolve the paths in the caller's context");
+	} else if (fds[0] < 0 || !S_ISBLK(res.st[0].st_mode)) {
 		v = V_CONTINUE;
-	else
-		v = decide_block(c, k, r, &st, fds, errs, err);
+	} else {
+		v = decide_block(c, k, r, &res.st[0], fds, res.err, err);
+	}
 	if (fds[0] >= 0)
 		close(fds[0]);
 	if (fds[1] >= 0)
@@ -665,6 +1016,8 @@ void handle_notification(struct container *c)
 	k.pid = req->pid;
 	v = decide(c, &k, &r, &err);
 	close_caller(&k);
+	/* helpers given up on earlier that have exited since */
+	reap_helpers(0);
 	if (v == V_DROP)
 		return;
 	memset(resp, 0, sizes.seccomp_notif_resp);

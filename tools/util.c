@@ -128,8 +128,10 @@ int recv_fds(int sock, void *buf, size_t len, int *fds, int nfds)
 
 /*
  * Waits for a child for at most timeout_ms (forever if < 0) and returns its
- * exit status (128 + signal for a killed child); a child that runs too long
- * is killed and -ETIMEDOUT returned.
+ * exit status (128 + signal for a killed child).  A child that runs too long
+ * is killed and -ETIMEDOUT returned at once, without waiting for it: it may
+ * be in an uninterruptible wait that ends only later.  Only helpers use a
+ * timeout; their exit hands such a child to whoever reaps orphans.
  */
 int wait_child(pid_t pid, int timeout_ms)
 {
@@ -144,8 +146,7 @@ int wait_child(pid_t pid, int timeout_ms)
 			r = poll(&p, 1, timeout_ms);
 		while (r < 0 && errno == EINTR);
 		if (r == 0) {
-			kill(pid, SIGKILL);
-			waitpid(pid, &status, 0);
+			syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 			close(pidfd);
 			return -ETIMEDOUT;
 		}

@@ -32,6 +32,7 @@ chown "$CUID:$CUID" "$S"
 
 cleanup() {
 	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
+	[ -s "$S/jdev" ] && losetup -d "$(cat "$S/jdev")" 2>/dev/null
 	umount "$S/other" 2>/dev/null
 	[ -n "${old_max:-}" ] && echo "$old_max" >/proc/sys/user/max_loop_devices
 	true
@@ -337,7 +338,204 @@ ok
 hello from loopfs" "$out" "i386 mount(2) of the host disk, then of the instance device"
 }
 
-tap_plan 20
+# An image whose superblock asks for a panic on error (its error behaviour
+# and its default mount options), with one corrupt inode (a bad extent
+# header), mounted through the supervisor: reading the file fails, the
+# filesystem turns read-only, the host survives.  (ext4 stops writes
+# without setting SB_RDONLY on these kernels: mountinfo keeps saying rw,
+# writes fail with EROFS or EIO.)
+test_fs_error_no_panic() {
+	local out lines
+	lines=$(dmesg_lines)
+	out=$(run -- sh -c "
+		mkfs.ext4 -q -F -E root_owner=$CUID:$CUID -d $S/content $S/panic.img 16M &&
+		tune2fs -e panic -E mount_opts=errors=panic $S/panic.img >/dev/null &&
+		debugfs -w -R 'sif /hello block[0] 0' $S/panic.img 2>/dev/null &&
+		mount -o loop $S/panic.img /mnt || exit 1
+		grep ' /mnt .* - ext4 ' /proc/self/mountinfo
+		if cat /mnt/hello; then echo READ; fi
+		if touch /mnt/new; then echo WRITTEN; fi" 2>&1) || true
+	echo "$out"
+	dmesg_since "$lines" | grep EXT4-fs
+	case $out in *READ*) fail "the corrupt file was read" ;; esac
+	expect_in "cat: /mnt/hello: Structure needs cleaning" "$out" "read of the corrupt inode"
+	grep -q " - ext4 /dev/loop0 rw,.*errors=remount-ro" <<<"$out" ||
+		fail "the supervisor's mount is not errors=remount-ro"
+	case $out in *WRITTEN*) fail "written after the error" ;; esac
+	grep -Eq "touch: cannot touch '/mnt/new': (Read-only file system|Input/output error)" <<<"$out" ||
+		fail "no write error after the filesystem error"
+	dmesg_since "$lines" | grep -q "EXT4-fs (loopfs.*): Remounting filesystem read-only" ||
+		fail "ext4 did not turn the filesystem read-only"
+}
+
+test_errors_panic_refused() {
+	local out
+	out=$(run -- sh -c "mount -o loop,errors=panic $S/img /mnt; echo mount=\$?
+		losetup /dev/loop1 $S/img
+		$PROBE mount /dev/loop1 /mnt ext4 rw errors=panic
+		$PROBE mount /dev/loop1 /mnt vfat ro errors=panic" 2>"$S/err") || true
+	cat "$S/err"
+	expect_eq "mount=32
+EPERM
+EPERM" "$out" "mount -o loop,errors=panic (ext4), then errors=panic for ext4 and vfat"
+	grep -q "denied mount(\"/dev/loop1\", \"/mnt\", \"vfat\".*option errors=panic not allowed: a filesystem error would halt the host" "$S/err" ||
+		fail "no denial log line"
+}
+
+# MS_REMOUNT goes to the kernel, which refuses the superblock of host root's
+# mount to the container's root.
+test_remount_errors_panic_refused() {
+	local out
+	out=$(run -- sh -c "losetup /dev/loop0 $S/img && mount /dev/loop0 /mnt || exit 1
+		$PROBE remount /mnt errors=panic
+		mount -o remount,errors=panic /mnt 2>/dev/null; echo mount=\$?
+		grep ' /mnt ' /proc/self/mountinfo")
+	echo "$out"
+	expect_in "EPERM
+mount=32" "$out" "remount,errors=panic"
+	case $out in *errors=panic*) fail "errors=panic reached the superblock" ;; esac
+}
+
+# A host device holding an external ext4 journal with one user (as for a
+# host filesystem using it).  The container writes its number and UUID into
+# its own image's superblock (no option names it); host root's mount for
+# the container must not open it.  The same image mounted by host root
+# directly does open it: the image is a working attack, and the test shows
+# the confinement.
+test_external_journal_confined() {
+	local jdev jname maj min devnum juuid sum out lines left
+	truncate -s 8M "$S/jdev.img"
+	jdev=$(losetup -f --show "$S/jdev.img")
+	echo "$jdev" >"$S/jdev"
+	jname=${jdev##*/}
+	mke2fs -q -F -O journal_dev -b 4096 "$jdev"
+	mkfs.ext4 -q -F -b 4096 -J device="$jdev" "$S/jowner.img" 16M
+	juuid=$(blkid -p -o value -s UUID "$jdev")
+	read -r maj min < <(stat -c '%t %T' "$jdev")
+	maj=$((16#$maj)) min=$((16#$min))
+	# the superblock's s_journal_dev: new_encode_dev()
+	devnum=$(((min & 0xff) | (maj << 8) | ((min & ~0xff) << 12)))
+	sum=$(sha256sum <"$jdev")
+	lines=$(dmesg_lines)
+	out=$(run -- sh -c "
+		mkfs.ext4 -q -F -b 4096 -O ^has_journal $S/ej.img 16M &&
+		printf '%s\n' 'feature has_journal' 'ssv journal_inum 0' \
+			'ssv journal_dev $devnum' 'ssv journal_uuid $juuid' |
+			debugfs -w -f - $S/ej.img >/dev/null 2>&1 || exit 1
+		if mount -o loop $S/ej.img /mnt; then
+			echo MOUNTED
+			ls /proc/fs/jbd2
+			umount /mnt
+		fi" 2>&1)
+	echo "$out"
+	dmesg_since "$lines" | grep -i journal || true
+	case $out in *MOUNTED*) fail "the container's mount with the host's journal succeeded" ;; esac
+	expect_eq "$sum" "$(sha256sum <"$jdev")" "the host journal device's content"
+	# the helper's cgroup is gone with it
+	mkdir "$S/cg"
+	mount -t cgroup2 cgroup2 "$S/cg"
+	left=$(find "$S/cg" -name 'loopfs-run.*')
+	umount "$S/cg"
+	[ -z "$left" ] || fail "cgroups left: $left"
+	# control: host root mounting the same image opens the host device
+	mount -o loop "$S/ej.img" "$S/mnt" || fail "control: host root's mount of the crafted image failed"
+	test -e "/proc/fs/jbd2/$jname" || fail "control: no journal on $jname"
+	umount "$S/mnt"
+	losetup -d "$jdev"
+	rm -f "$S/jdev"
+}
+
+# A FUSE filesystem of the container's own (fuse2fs on a copy of the image,
+# mounted through CONTINUE) whose daemon is stopped.  Shell code for the
+# container; $fpid is the daemon.
+STALL_FUSE="fuse2fs -f $S/fuse.img $S/fmnt >/dev/null 2>&1 & fpid=\$!
+	for i in \$(seq 100); do grep -q ' $S/fmnt ' /proc/self/mountinfo && break; sleep 0.1; done
+	ls $S/fmnt >/dev/null || exit 1
+	losetup /dev/loop0 $S/img"
+
+stall_prepare() {
+	fuse_ready
+	rm -f "$S/res" "$S/t-exit" "$S/go"
+	[ -e "$S/fuse.img" ] || { cp "$S/img" "$S/fuse.img" && chown "$CUID:$CUID" "$S/fuse.img"; }
+	mkdir -p "$S/fmnt" && chown "$CUID:$CUID" "$S/fmnt"
+}
+
+# After a run that may have hung: its processes and devices go, or fail.
+stall_cleanup() {
+	pkill -KILL -u "$CUID" 2>/dev/null || true
+	wait_disks "$disks_before" || fail "devices left after killing the container"
+}
+
+# run_stalled CODE: runs CODE in the container (timed out after 30 s), then
+# checks that loopfs-run returned within 10 s of COMMAND's exit (CODE
+# writes $S/t-exit last) and left no device and no process
+run_stalled() {
+	local rc=0 end secs
+	timeout -s KILL 30 "$RUN" --uid "$CUID" -- sh -c "$1" 2>"$S/err" || rc=$?
+	end=$(date +%s.%N)
+	cat "$S/err"
+	if [ "$rc" -eq 137 ]; then
+		stall_cleanup
+		fail "loopfs-run had not returned 30 s after it started"
+	fi
+	[ -s "$S/t-exit" ] || fail "COMMAND did not run to its end (status $rc)"
+	secs=$(awk -v a="$(cat "$S/t-exit")" -v b="$end" 'BEGIN { printf "%.1f", b - a }')
+	echo "DIAG: returned ${secs} s after COMMAND's exit"
+	awk -v s="$secs" 'BEGIN { exit !(s < 10) }' || fail "returned ${secs} s after COMMAND's exit"
+	expect_eq "$disks_before" "$(loopfs_disks)" "loopfs disks after the run"
+	if pgrep -u "$CUID" >/dev/null; then
+		pgrep -a -u "$CUID"
+		stall_cleanup
+		fail "processes of the container survived"
+	fi
+}
+
+test_stalled_fuse_target() {
+	stall_prepare
+	run_stalled "$STALL_FUSE
+		kill -STOP \$fpid
+		$PROBE mount /dev/loop0 $S/fmnt/x ext4 >$S/res 2>&1 &
+		sleep 1
+		date +%s.%N >$S/t-exit"
+}
+
+test_stalled_fuse_mapped_source() {
+	stall_prepare
+	run_stalled "$STALL_FUSE
+		printf /dev/loop0 >$S/fmnt/src
+		$PROBE mount-mapped $S/fmnt/src /mnt ext4 $S/go >$S/res 2>&1 &
+		for i in \$(seq 100); do grep -q resident $S/res && break; sleep 0.1; done
+		kill -STOP \$fpid
+		touch $S/go
+		sleep 1
+		cat $S/res
+		date +%s.%N >$S/t-exit"
+	expect_in "resident=0" "$(cat "$S/res")" "the source string was not in memory"
+}
+
+test_stalled_resolver_times_out() {
+	local out
+	stall_prepare
+	out=$(timeout -s KILL 60 "$RUN" --uid "$CUID" --helper-timeout 3 -- sh -c "$STALL_FUSE
+		kill -STOP \$fpid
+		s=\$(date +%s)
+		$PROBE mount /dev/loop0 $S/fmnt/x ext4
+		echo elapsed=\$((\$(date +%s) - s))
+		kill -CONT \$fpid" 2>"$S/err") || true
+	cat "$S/err"
+	echo "$out"
+	expect_in "ETIMEDOUT" "$out" "mount(2) under the stalled FUSE mount"
+	[[ $out =~ elapsed=([0-9]+) ]] || fail "no elapsed time"
+	if [ "${BASH_REMATCH[1]}" -lt 2 ] || [ "${BASH_REMATCH[1]}" -gt 8 ]; then
+		fail "answered after ${BASH_REMATCH[1]} s (bound: 3 s)"
+	fi
+	grep -q "mount(\"/dev/loop0\", \"$S/fmnt/x\", \"ext4\", 0x0) by pid [0-9]*: .*timed out after 3 s" "$S/err" ||
+		fail "no log line"
+	pgrep -u "$CUID" >/dev/null && stall_cleanup
+	true
+}
+
+tap_plan 27
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -358,4 +556,11 @@ run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
 run_test "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
 run_test "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
 run_test "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
+run_test "an ext4 error on an image that asks for panic remounts it read-only, never panics the host" test_fs_error_no_panic
+run_test "errors=panic is refused with EPERM and logged (mount -o loop,errors=panic; ext4, vfat)" test_errors_panic_refused
+run_test "remount,errors=panic of a supervised mount is refused by the kernel" test_remount_errors_panic_refused
+run_test "an image naming a host device as external journal: the mount fails, the device is untouched" test_external_journal_confined
+run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
+run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
+run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
 tap_done

@@ -5,6 +5,11 @@
  *   mnt-probe mount SRC TGT TYPE [ro] [DATA]  prints "ok" or the errno name
  *   mnt-probe fsopen TYPE                     prints "ok" or the errno name
  *   mnt-probe loop-add CONTROL N              LOOP_CTL_ADD N on CONTROL
+ *   mnt-probe remount TGT DATA                mount(NULL, TGT, NULL, MS_REMOUNT, DATA)
+ *   mnt-probe mount-mapped FILE TGT TYPE GO   mount(2) whose source string is
+ *       the start of FILE, mapped and not resident: maps FILE, drops its
+ *       cached pages, prints "resident=N" (pages in memory), waits (at most
+ *       60 s) for the path GO to exist, then calls mount(2)
  *   mnt-probe mount32 SRC TGT TYPE            mount(2) through the i386 ABI
  *       (int 0x80 from this 64-bit process, read-only)
  *   mnt-probe race GOOD BAD TGT TYPE N SECS   N attempts (at most SECS s) of
@@ -77,6 +82,36 @@ static int mount32(char **argv)
 }
 #endif
 
+static int mount_mapped(char **argv)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char in_core;
+	struct stat st;
+	char *map;
+	int fd, i, r;
+
+	fd = open(argv[0], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		perror(argv[0]);
+		return 2;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	map = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED) {
+		perror("mmap");
+		return 2;
+	}
+	if (mincore(map, page, &in_core))
+		in_core = 1;
+	printf("resident=%d\n", in_core & 1);
+	fflush(stdout);
+	for (i = 0; i < 6000 && stat(argv[3], &st); i++)
+		usleep(10000);
+	r = mount(map, argv[1], argv[2], 0, NULL);
+	printf("%s\n", result(r));
+	return !!r;
+}
+
 static int race(char **argv)
 {
 	unsigned long n = strtoul(argv[4], NULL, 0), secs = strtoul(argv[5], NULL, 0);
@@ -131,6 +166,13 @@ int main(int argc, char **argv)
 		printf("%s\n", result(r));
 		return !!r;
 	}
+	if (argc == 4 && !strcmp(argv[1], "remount")) {
+		r = mount(NULL, argv[2], NULL, MS_REMOUNT, argv[3]);
+		printf("%s\n", result(r));
+		return !!r;
+	}
+	if (argc == 6 && !strcmp(argv[1], "mount-mapped"))
+		return mount_mapped(argv + 2);
 	if (argc == 3 && !strcmp(argv[1], "fsopen")) {
 		r = fsopen(argv[2], FSOPEN_CLOEXEC);
 		printf("%s\n", result(r < 0));
