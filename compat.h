@@ -90,22 +90,16 @@ static inline void compat_force_media_change(struct gendisk *disk)
 }
 
 /*
- * Partition scanning: 6.1 switches it with GENHD_FL_NO_PART, newer kernels
- * with GD_SUPPRESS_PART_SCAN (which leaves BLKPG usable by userspace).
+ * Partition scanning is switched with GD_SUPPRESS_PART_SCAN, which leaves
+ * BLKPG usable, as the in-tree driver of every supported kernel does
+ * (Debian's 6.1 has the flag too).
  */
 static inline void compat_set_partscan(struct gendisk *disk, bool on)
 {
-#ifdef LOOPFS_HAVE_DISK_HAS_PARTSCAN
 	if (on)
 		clear_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
 	else
 		set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
-#else
-	if (on)
-		disk->flags &= ~GENHD_FL_NO_PART;
-	else
-		disk->flags |= GENHD_FL_NO_PART;
-#endif
 }
 
 /*
