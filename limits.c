@@ -365,7 +365,7 @@ static struct file *loopfs_knob_file(void)
 	return search.file;
 }
 
-static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
+static int loopfs_max_devices_handler(const struct ctl_table *table, int write,
 				      void *buffer, size_t *lenp, loff_t *ppos)
 {
 	struct ctl_table tmp = *table;
@@ -398,13 +398,14 @@ out:
 	return err;
 }
 
+COMPAT_PROC_HANDLER(loopfs_max_devices_handler)
+
 static struct ctl_table loopfs_sysctls[] = {
 	{
 		.procname	= LOOPFS_SYSCTL_NAME,
 		.mode		= 0666,
-		.proc_handler	= loopfs_max_devices_handler,
+		.proc_handler	= compat_proc_handler(loopfs_max_devices_handler),
 	},
-	COMPAT_CTL_SENTINEL
 };
 
 static struct ctl_table_header *loopfs_sysctl_header;

@@ -966,7 +966,7 @@ static bool shim_file_writable(struct file *file)
  * both exist when it can: a block device passes on what it has; a file
  * needs fallocate and works in units of its filesystem's blocks.
  */
-static void shim_discard_config(struct loop_dev *ldev, struct compat_limits *cl)
+static void shim_discard_config(struct loop_dev *ldev, struct loop_dev_limits *cl)
 {
 	struct file *file = ldev->file;
 	struct inode *inode = file->f_mapping->host;
@@ -1009,7 +1009,7 @@ static noinline int shim_apply_limits(struct loop_dev *ldev,
 				      unsigned int bsize)
 {
 	struct block_device *backing = shim_backing_bdev(ldev->file);
-	struct compat_limits cl = { };
+	struct loop_dev_limits cl = { };
 
 	lockdep_assert_held(&ldev->lock);
 	bsize = shim_block_size(ldev, bsize);
@@ -1309,7 +1309,7 @@ static void shim_set_file(struct loop_dev *ldev, struct file *file)
 			     ldev->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
 }
 
-static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
+static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
 			  struct block_device *bdev,
 			  const struct loop_config *config)
 {
@@ -1335,8 +1335,8 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 		}
 	}
 	/* Nobody may change the device under an exclusive opener. */
-	if (!(mode & COMPAT_BLK_OPEN_EXCL)) {
-		err = compat_prepare_to_claim(bdev, shim_configure);
+	if (!(mode & BLK_OPEN_EXCL)) {
+		err = bd_prepare_to_claim(bdev, shim_configure, NULL);
 		if (err)
 			goto out_putf;
 	}
@@ -1362,11 +1362,11 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 			goto out_reset;
 	}
 	ldev->flags = config->info.lo_flags;
-	if (!shim_file_writable(file) || !(mode & COMPAT_BLK_OPEN_WRITE))
+	if (!shim_file_writable(file) || !(mode & BLK_OPEN_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
-	compat_force_media_change(ldev->disk);
+	disk_force_media_change(ldev->disk);
 	set_disk_ro(ldev->disk, ldev->flags & LO_FLAGS_READ_ONLY);
 
 	/*
@@ -1390,14 +1390,15 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 	smp_store_release(&ldev->state, LD_BOUND);
 	mutex_unlock(&ldev_chain_lock);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
-	compat_set_partscan(ldev->disk, partscan);
+	if (partscan)
+		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	mutex_unlock(&ldev->lock);
 
 	if (partscan)
 		shim_reread_partitions(ldev);
-	if (!(mode & COMPAT_BLK_OPEN_EXCL))
+	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, shim_configure);
 	return 0;
 
@@ -1409,7 +1410,7 @@ out_reset:
 out_unlock:
 	shim_unlock_for_bind(ldev);
 out_claim:
-	if (!(mode & COMPAT_BLK_OPEN_EXCL))
+	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, shim_configure);
 out_putf:
 	fput(file);
@@ -1424,7 +1425,7 @@ out_putf:
 static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 {
 	struct request_queue *q = ldev->disk->queue;
-	struct compat_limits cl = {
+	struct loop_dev_limits cl = {
 		.logical_block_size = SECTOR_SIZE,
 		.physical_block_size = SECTOR_SIZE,
 		.io_min = SECTOR_SIZE,
@@ -1440,7 +1441,7 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	invalidate_disk(ldev->disk);
 	shim_sysfs_remove(ldev);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
-	compat_force_media_change(ldev->disk);
+	disk_force_media_change(ldev->disk);
 	if (partscan) {
 		int err;
 
@@ -1453,7 +1454,7 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 			pr_warn("%s: partition drop failed (%d)\n",
 				ldev->disk->disk_name, err);
 	}
-	compat_set_partscan(ldev->disk, false);
+	set_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 	if (partscan)
 		ldev->ops->uncharge_partscan(ldev);
 
@@ -1535,7 +1536,7 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	shim_set_file(ldev, file);
 	mutex_unlock(&ldev_chain_lock);
 
-	compat_force_media_change(ldev->disk);
+	disk_force_media_change(ldev->disk);
 	shim_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
@@ -1596,7 +1597,7 @@ static int shim_set_status(struct loop_dev *ldev,
 					  ldev->file));
 	shim_update_dio(ldev, ldev->use_dio);
 	if ((ldev->flags & LO_FLAGS_PARTSCAN) && !(prev & LO_FLAGS_PARTSCAN)) {
-		compat_set_partscan(ldev->disk, true);
+		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 		partscan = true;
 	}
 out_unfreeze:
@@ -1696,14 +1697,14 @@ static int shim_block_size_arg(unsigned long arg, unsigned int *bsize)
 	return blk_validate_block_size(arg);
 }
 
-static int shim_set_block_size(struct loop_dev *ldev, compat_blk_mode_t mode,
+static int shim_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
 			       struct block_device *bdev, unsigned long arg)
 {
 	unsigned int bsize;
 	int err;
 
-	if (!(mode & COMPAT_BLK_OPEN_EXCL)) {
-		err = compat_prepare_to_claim(bdev, shim_set_block_size);
+	if (!(mode & BLK_OPEN_EXCL)) {
+		err = bd_prepare_to_claim(bdev, shim_set_block_size, NULL);
 		if (err)
 			return err;
 	}
@@ -1726,7 +1727,7 @@ static int shim_set_block_size(struct loop_dev *ldev, compat_blk_mode_t mode,
 out_unlock:
 	mutex_unlock(&ldev->lock);
 out_claim:
-	if (!(mode & COMPAT_BLK_OPEN_EXCL))
+	if (!(mode & BLK_OPEN_EXCL))
 		bd_abort_claiming(bdev, shim_set_block_size);
 	return err;
 }
@@ -1760,13 +1761,13 @@ static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
  * What the in-tree driver allows to CAP_SYS_ADMIN in the initial user
  * namespace, loopfs allows to CAP_SYS_ADMIN in the instance's namespace.
  */
-static bool shim_may_admin(struct loop_dev *ldev, compat_blk_mode_t mode)
+static bool shim_may_admin(struct loop_dev *ldev, blk_mode_t mode)
 {
-	return (mode & COMPAT_BLK_OPEN_WRITE) ||
+	return (mode & BLK_OPEN_WRITE) ||
 	       ns_capable(ldev->user_ns, CAP_SYS_ADMIN);
 }
 
-static int shim_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
+static int shim_ioctl(struct block_device *bdev, blk_mode_t mode,
 		      unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
@@ -1879,7 +1880,7 @@ static int shim_compat_set_status(struct loop_dev *ldev,
 	return shim_set_status(ldev, &info);
 }
 
-static int shim_compat_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
+static int shim_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
 			     unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
@@ -1911,7 +1912,7 @@ static int shim_compat_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
 
 /* ---- open, release and lifetime ---- */
 
-static int shim_open(struct gendisk *disk, compat_blk_mode_t mode)
+static int shim_open(struct gendisk *disk, blk_mode_t mode)
 {
 	struct loop_dev *ldev = disk->private_data;
 	int err = mutex_lock_killable(&ldev->lock);
@@ -1923,6 +1924,8 @@ static int shim_open(struct gendisk *disk, compat_blk_mode_t mode)
 	mutex_unlock(&ldev->lock);
 	return err;
 }
+
+COMPAT_BDOPS_OPEN(shim_open)
 
 /* Called by the block layer with disk->open_mutex held. */
 static void shim_release(struct gendisk *disk)
@@ -1951,6 +1954,8 @@ static void shim_release(struct gendisk *disk)
 		shim_partitions_changed(ldev, false);
 }
 
+COMPAT_BDOPS_RELEASE(shim_release)
+
 static void shim_free_rcu(struct rcu_head *head)
 {
 	kfree(container_of(head, struct loop_dev, free_rcu));
@@ -1976,13 +1981,10 @@ static void shim_free_disk(struct gendisk *disk)
 	call_rcu(&ldev->free_rcu, shim_free_rcu);
 }
 
-COMPAT_BDOPS_OPEN(shim_open)
-COMPAT_BDOPS_RELEASE(shim_release)
-
 static const struct block_device_operations shim_fops = {
 	.owner		= THIS_MODULE,
-	.open		= shim_open_bdops,
-	.release	= shim_release_bdops,
+	.open		= compat_bdops_open(shim_open),
+	.release	= compat_bdops_release(shim_release),
 	.ioctl		= shim_ioctl,
 #ifdef CONFIG_COMPAT
 	.compat_ioctl	= shim_compat_ioctl,
@@ -2070,7 +2072,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	disk->private_data = ldev;
 	disk->events = DISK_EVENT_MEDIA_CHANGE;
 	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
-	compat_set_partscan(disk, false);
+	set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
 	/*
 	 * A device whose backing file stops answering (a tenant's FUSE daemon
 	 * that hangs) must not collect dirty pages up to the host-wide limit,
@@ -2143,7 +2145,7 @@ bool loop_shim_file_is(struct file *file, unsigned long serial, int partno)
 	if (disk->fops != &shim_fops)
 		return false;
 	return ((struct loop_dev *)disk->private_data)->serial == serial &&
-	       compat_bdev_partno(bdev) == partno;
+	       bdev_partno(bdev) == partno;
 }
 
 bool loop_dev_is_unbound(struct loop_dev *ldev)

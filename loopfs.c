@@ -152,7 +152,7 @@ static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 	inode->i_mode = mode;
 	inode->i_uid = inst->root_uid;
 	inode->i_gid = inst->root_gid;
-	compat_inode_init_ts(inode);
+	simple_inode_init_ts(inode);
 	return inode;
 }
 
@@ -584,9 +584,9 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 	}
 	/*
 	 * A device's lock may be held for as long as its backing file takes
-	 * to answer: wait killably (inode_lock_killable() is not in 6.1).
+	 * to answer: wait killably.
 	 */
-	if (down_write_killable(&dir->i_rwsem))
+	if (inode_lock_killable(dir))
 		return -EINTR;
 	if (mutex_lock_killable(&inst->lock)) {
 		inode_unlock(dir);
@@ -651,7 +651,7 @@ static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 }
 
 /* Only loopfs makes nodes here; the VFS says EACCES without ->create. */
-static int loopfs_create(compat_idmap_t *idmap, struct inode *dir,
+static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
 			 struct dentry *dentry, umode_t mode, bool excl)
 {
 	return -EPERM;
@@ -857,7 +857,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	root->i_op = &loopfs_dir_iops;
 	root->i_fop = &loopfs_dir_fops;
 	set_nlink(root, 2);
-	compat_inode_init_ts(root);
+	simple_inode_init_ts(root);
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;

@@ -93,7 +93,7 @@ for k in $kvers; do
 	n=$((n + 1))
 	dir=$out/sparse-$k
 	rm -rf "$dir" && mkdir -p "$dir"
-	cp "$src/Kbuild" "$src/dkms.conf" "${sources[@]/#/$src/}" "$dir/"
+	cp "$src/Kbuild" "$src/compat.mk" "$src/dkms.conf" "${sources[@]/#/$src/}" "$dir/"
 	log=$dir/sparse.log
 	make -C "/lib/modules/$k/build" M="$dir" C=2 modules >"$log" 2>&1
 	rc=$?
