@@ -23,7 +23,8 @@
 #include <linux/user_namespace.h>
 
 #include "compat.h"
-#include "loopfs.h"
+#include "loopfs_limits.h"
+#include "loopfs_abi.h"
 
 /*
  * Devices charged to @uid in @ns: one entry per (namespace, user) level.

@@ -38,8 +38,9 @@
 #include <linux/user_namespace.h>
 
 #include "compat.h"
-#include "loopfs.h"
+#include "loopfs_limits.h"
 #include "loop_shim.h"
+#include "loopfs.h"
 
 static DEFINE_IDA(loopfs_instance_ida);
 static dev_t loopfs_ctl_devt;
@@ -86,7 +87,7 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
  */
 static void loopfs_assert_locked(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 
 	lockdep_assert_held(&d_inode(sb->s_root)->i_rwsem);
 	lockdep_assert_held(&inst->lock);
@@ -143,7 +144,7 @@ static int loopfs_blk_fops_init(void)
 /* An inode of the instance, owned by the instance's root. */
 static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct inode *inode = new_inode(sb);
 
 	if (!inode)
@@ -444,7 +445,7 @@ static int loopfs_add_names(struct super_block *sb, struct loopfs_device *dev)
 /* Create device @index (-1: the lowest free one). Returns the index. */
 static int loopfs_add_device(struct super_block *sb, int index)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loop_dev_config cfg = { };
 	struct loopfs_device *dev;
 	char name[DISK_NAME_LEN];
@@ -523,7 +524,7 @@ out_uncharge:
  */
 static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
 	char name[32];
 	int err, p;
@@ -555,7 +556,7 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 
 static int loopfs_get_free(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
 	unsigned long index;
 
@@ -569,7 +570,7 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long parm)
 {
 	struct super_block *sb = file_inode(file)->i_sb;
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct inode *dir = d_inode(sb->s_root);
 	long ret;
 
@@ -635,7 +636,7 @@ static int loopfs_parse_index(const struct dentry *dentry)
 static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 {
 	struct super_block *sb = dir->i_sb;
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	int index = loopfs_parse_index(dentry);
 	int err;
 
@@ -663,7 +664,7 @@ static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
  */
 static int loopfs_dir_open(struct inode *inode, struct file *file)
 {
-	loopfs_sync_nodes(inode->i_sb->s_fs_info);
+	loopfs_sync_nodes(loopfs_sb(inode->i_sb));
 	return dcache_dir_open(inode, file);
 }
 
@@ -714,7 +715,7 @@ static const struct dentry_operations loopfs_dentry_ops = {
 
 static int loopfs_show_options(struct seq_file *seq, struct dentry *root)
 {
-	struct loopfs_instance *inst = root->d_sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(root->d_sb);
 
 	if (inst->max != LOOPFS_MAX_INDEX)
 		seq_printf(seq, ",max=%u", inst->max);
@@ -801,7 +802,7 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 /* The empty view directory, read-only for everybody. */
 static noinline int loopfs_add_view(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct dentry *view;
 	struct inode *inode;
 
@@ -896,7 +897,7 @@ static bool loopfs_may_raise_max(struct loopfs_instance *inst)
 static int loopfs_reconfigure(struct fs_context *fc)
 {
 	struct loopfs_fs_context *ctx = fc->fs_private;
-	struct loopfs_instance *inst = fc->root->d_sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(fc->root->d_sb);
 
 	if (ctx->max_set) {
 		mutex_lock(&inst->lock);
@@ -969,7 +970,7 @@ static void loopfs_instance_shutdown(struct loopfs_instance *inst)
 
 static void loopfs_kill_sb(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 
 	kill_litter_super(sb);
 	if (inst) {
