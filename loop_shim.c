@@ -5,7 +5,7 @@
  *
  * Data path: a request is served inline from ->queue_rq when that cannot
  * block on I/O (IOCB_NOWAIT on files that support it, or a tmpfs file) and
- * pays off (see shim_may_serve_inline), else queued to its hardware queue's
+ * pays off (see loop_dev_may_serve_inline), else queued to its hardware queue's
  * worker, which drains the list under one plug. Direct-I/O mode submits
  * async kiocbs. Per-request state lives in the blk-mq pdu.
  *
@@ -16,7 +16,7 @@
  *   ldev->lock: one device's state and configuration. May be held while
  *     the device's queue freezes or its backing file syncs, so nothing
  *     outside that device waits on it; user tasks take it killably.
- *   ldev_chain_lock: global, innermost, held only to check a new backing
+ *   loop_dev_chain_lock: global, innermost, held only to check a new backing
  *     file and publish it (never across I/O or a freeze), so following a
  *     chain of loop devices backing each other sees stable states.
  * The I/O path takes none of them: state changes freeze the queue. Each
@@ -56,38 +56,41 @@
 #include "compat.h"
 #include "loop_shim.h"
 
-#define SHIM_MINORS		16	/* whole disk + 15 partitions */
-#define SHIM_INLINE_BVECS	4
-#define SHIM_QUEUE_DEPTH	128
-#define SHIM_MAX_HW_QUEUES	8
-/* Spacing, in tmpfs requests, of hand-offs that probe for a streaming submitter. */
-#define SHIM_PROBE_MIN		16
-#define SHIM_PROBE_MAX		4096
+#define LOOP_DEV_MINORS		16	/* whole disk + 15 partitions */
+#define LOOP_DEV_INLINE_BVECS	4
+#define LOOP_DEV_QUEUE_DEPTH	128
+#define LOOP_DEV_MAX_HW_QUEUES	8
+/*
+ * Spacing, in tmpfs requests, of hand-offs that probe for a streaming
+ * submitter.
+ */
+#define LOOP_DEV_PROBE_MIN	16
+#define LOOP_DEV_PROBE_MAX	4096
 /*
  * tmpfs requests a streaming submitter's worker holds at most, of requests
- * below and from SHIM_SPREAD_MIN bytes: see shim_copy_inline().
+ * below and from LOOP_DEV_SPREAD_MIN bytes: see loop_dev_copy_inline().
  */
-#define SHIM_STREAM_SMALL	4
-#define SHIM_STREAM_LARGE	2
+#define LOOP_DEV_STREAM_SMALL	4
+#define LOOP_DEV_STREAM_LARGE	2
 /* Hand-offs in a row that the submitter waited for, to stop streaming. */
-#define SHIM_STREAM_WAITS	16
-#define SHIM_SPREAD_MIN		SZ_64K
+#define LOOP_DEV_STREAM_WAITS	16
+#define LOOP_DEV_SPREAD_MIN	SZ_64K
 /* 1280 KiB per request, as the in-tree driver allows. */
-#define SHIM_MAX_HW_SECTORS	2560
+#define LOOP_DEV_MAX_HW_SECTORS	2560
 /* Percent of the host's dirty threshold one device's pages may take. */
-#define SHIM_MAX_DIRTY_RATIO	1
+#define LOOP_DEV_MAX_DIRTY_RATIO	1
 
 enum loop_dev_state {
-	LD_UNBOUND,
-	LD_BOUND,
-	LD_RUNDOWN,	/* being cleared */
-	LD_DELETING,	/* claimed for destruction */
+	LOOP_DEV_UNBOUND,
+	LOOP_DEV_BOUND,
+	LOOP_DEV_RUNDOWN,	/* being cleared */
+	LOOP_DEV_DELETING,	/* claimed for destruction */
 };
 
-enum shim_io_mode {
-	SHIM_IO_WORKER,		/* always hand requests to the worker */
-	SHIM_IO_NOWAIT,		/* try inline with IOCB_NOWAIT first */
-	SHIM_IO_INLINE,		/* tmpfs: page cache only, serve inline */
+enum loop_dev_io_mode {
+	LOOP_DEV_IO_WORKER,	/* always hand requests to the worker */
+	LOOP_DEV_IO_NOWAIT,	/* try inline with IOCB_NOWAIT first */
+	LOOP_DEV_IO_INLINE,	/* tmpfs: page cache only, serve inline */
 };
 
 /*
@@ -95,7 +98,7 @@ enum shim_io_mode {
  * worker draining a list (as the in-tree driver does) costs one wakeup per
  * batch instead of one per request, and leaves the submitting CPU free.
  */
-struct shim_queue {
+struct loop_dev_queue {
 	spinlock_t lock;	/* protects list and kicked */
 	struct list_head list;
 	/*
@@ -114,8 +117,8 @@ struct shim_queue {
 	 * without locks). arrivals: tmpfs requests queued so far; waits:
 	 * hand-offs in a row during which none arrived; streaming: some
 	 * arrived while a request was with the worker, and waits is below
-	 * SHIM_STREAM_WAITS; probe_in, probe_every: countdown to, and spacing
-	 * of, the next request handed off only to find out.
+	 * LOOP_DEV_STREAM_WAITS; probe_in, probe_every: countdown to, and
+	 * spacing of, the next request handed off only to find out.
 	 */
 	unsigned int arrivals;
 	unsigned int waits;
@@ -138,13 +141,14 @@ struct loop_dev {
 
 	/*
 	 * Protects state, orphan, flags, offset, sizelimit, file_name and
-	 * every change of file, use_dio and io_mode. Entering LD_BOUND
+	 * every change of file, use_dio and io_mode. Entering LOOP_DEV_BOUND
 	 * (LOOP_CONFIGURE, LOOP_SET_FD), replacing the file of a bound device
-	 * (LOOP_CHANGE_FD) and leaving LD_BOUND through LOOP_CLR_FD also hold
-	 * ldev_chain_lock; a device no longer bound drops its file without
-	 * it (shim_unbind()). The last close (shim_release(),
-	 * loop_dev_orphan()) leaves LD_BOUND without it: no file is open on
-	 * the device then, so no chain of backing files leads to it.
+	 * (LOOP_CHANGE_FD) and leaving LOOP_DEV_BOUND through LOOP_CLR_FD
+	 * also hold loop_dev_chain_lock; a device no longer bound drops its
+	 * file without it (loop_dev_unbind()). The last close
+	 * (loop_dev_release(), loop_dev_orphan()) leaves LOOP_DEV_BOUND
+	 * without it: no file is open on the device then, so no chain of
+	 * backing files leads to it.
 	 */
 	struct mutex lock;
 	enum loop_dev_state state;
@@ -156,12 +160,13 @@ struct loop_dev {
 	gfp_t old_gfp_mask;
 
 	/*
-	 * Read by the I/O path without locks once state is LD_BOUND; written
-	 * with the queue frozen, or before the bound state is published.
+	 * Read by the I/O path without locks once state is LOOP_DEV_BOUND;
+	 * written with the queue frozen, or before the bound state is
+	 * published.
 	 */
 	struct file *file;
 	bool use_dio;
-	enum shim_io_mode io_mode;
+	enum loop_dev_io_mode io_mode;
 
 	/* Lets sysfs readers take a reference on file without ->lock. */
 	spinlock_t file_lock;
@@ -175,10 +180,10 @@ struct loop_dev {
 	 */
 	struct workqueue_struct *wq;
 	struct rcu_head free_rcu;
-	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
+	struct loop_dev_queue queues[LOOP_DEV_MAX_HW_QUEUES];
 };
 
-struct shim_cmd {
+struct loop_dev_cmd {
 	struct kiocb iocb;
 	struct iov_iter iter;
 	struct iov_iter iter_start;
@@ -188,27 +193,27 @@ struct shim_cmd {
 	int ret;
 	struct bio_vec *bvec;
 	struct list_head node;
-	bool deferred;		/* counted in shim_queue.deferred */
-	unsigned int arrivals;	/* shim_queue.arrivals when deferred */
+	bool deferred;		/* counted in loop_dev_queue.deferred */
+	unsigned int arrivals;	/* loop_dev_queue.arrivals when deferred */
 	/* The submitter's cgroups, which the worker charges for the I/O. */
 	struct cgroup_subsys_state *blkcg_css;
 	struct cgroup_subsys_state *memcg_css;	/* referenced */
-	struct bio_vec inline_bvec[SHIM_INLINE_BVECS];
+	struct bio_vec inline_bvec[LOOP_DEV_INLINE_BVECS];
 };
 
-static int shim_major;
-static DEFINE_IDA(shim_minor_ida);
-static struct workqueue_struct *shim_wq;
-static atomic_t shim_live_devices = ATOMIC_INIT(0);
-static atomic_long_t shim_serial = ATOMIC_LONG_INIT(0);
-static DECLARE_WAIT_QUEUE_HEAD(shim_gone_wait);
+static int loop_dev_major;
+static DEFINE_IDA(loop_dev_minor_ida);
+static struct workqueue_struct *loop_dev_destroy_wq;
+static atomic_t loop_dev_live = ATOMIC_INIT(0);
+static atomic_long_t loop_dev_last_serial = ATOMIC_LONG_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(loop_dev_gone_wait);
 /*
  * Serialises binding and unbinding so that following a chain of loop
  * devices backing each other (loop_dev_validate_file) sees stable states.
  */
-static DEFINE_MUTEX(ldev_chain_lock);
+static DEFINE_MUTEX(loop_dev_chain_lock);
 
-static const struct block_device_operations shim_fops;
+static const struct block_device_operations loop_dev_fops;
 
 /*
  * Partition scanning runs every partition parser built into the kernel on
@@ -220,12 +225,12 @@ module_param(container_partscan, bool, 0644);
 MODULE_PARM_DESC(container_partscan,
 		 "Allow partition scanning on devices of instances owned by a non-initial user namespace (default: yes)");
 
-static bool shim_partscan_allowed(struct loop_dev *ldev)
+static bool loop_dev_partscan_allowed(struct loop_dev *ldev)
 {
 	return ldev->user_ns == &init_user_ns || READ_ONCE(container_partscan);
 }
 
-static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
+static loff_t loop_dev_size(loff_t offset, loff_t sizelimit, struct file *file)
 {
 	loff_t size = i_size_read(file->f_mapping->host);
 
@@ -238,7 +243,7 @@ static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
 	return size >> SECTOR_SHIFT;
 }
 
-static struct block_device *shim_backing_bdev(struct file *file)
+static struct block_device *loop_dev_backing_bdev(struct file *file)
 {
 	struct inode *inode = file->f_mapping->host;
 
@@ -249,7 +254,7 @@ static struct block_device *shim_backing_bdev(struct file *file)
 
 /* ---- data path ---- */
 
-static bool shim_start_write(struct shim_cmd *cmd, bool nowait)
+static bool loop_dev_start_write(struct loop_dev_cmd *cmd, bool nowait)
 {
 	struct inode *inode = file_inode(cmd->iocb.ki_filp);
 
@@ -267,7 +272,7 @@ static bool shim_start_write(struct shim_cmd *cmd, bool nowait)
 	return true;
 }
 
-static void shim_end_write(struct shim_cmd *cmd)
+static void loop_dev_end_write(struct loop_dev_cmd *cmd)
 {
 	struct inode *inode = file_inode(cmd->iocb.ki_filp);
 
@@ -279,7 +284,7 @@ static void shim_end_write(struct shim_cmd *cmd)
 }
 
 /* Final result of a read or write that moved @done bytes in all. */
-static int shim_rw_result(struct shim_cmd *cmd, loff_t done)
+static int loop_dev_rw_result(struct loop_dev_cmd *cmd, loff_t done)
 {
 	struct iov_iter rest;
 
@@ -295,37 +300,39 @@ static int shim_rw_result(struct shim_cmd *cmd, loff_t done)
 }
 
 /* Point cmd->iter at cmd->pos, whatever the filesystem did to it. */
-static void shim_rewind(struct shim_cmd *cmd)
+static void loop_dev_rewind(struct loop_dev_cmd *cmd)
 {
 	cmd->iter = cmd->iter_start;
 	iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
 }
 
 /* Refusals of IOCB_NOWAIT: no I/O error, the worker tries again. */
-static bool shim_nowait_refused(long ret)
+static bool loop_dev_nowait_refused(long ret)
 {
 	return ret == -EAGAIN || ret == -EOPNOTSUPP || ret == -EINVAL;
 }
 
-static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd);
+static void loop_dev_defer(struct loop_dev_queue *lq, struct loop_dev_cmd *cmd);
 
-static void shim_aio_complete(struct kiocb *iocb, long ret)
+static void loop_dev_aio_complete(struct kiocb *iocb, long ret)
 {
-	struct shim_cmd *cmd = container_of(iocb, struct shim_cmd, iocb);
+	struct loop_dev_cmd *cmd = container_of(iocb, struct loop_dev_cmd,
+						iocb);
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
 	if (cmd->write)
-		shim_end_write(cmd);
+		loop_dev_end_write(cmd);
 	if ((iocb->ki_flags & IOCB_NOWAIT) &&
 	    (ret == -EAGAIN || ret == -EOPNOTSUPP)) {
-		shim_rewind(cmd);
-		shim_defer(rq->mq_hctx->driver_data, cmd);
+		loop_dev_rewind(cmd);
+		loop_dev_defer(rq->mq_hctx->driver_data, cmd);
 		return;
 	}
 	if (ret < 0)
 		cmd->ret = ret;
 	else
-		cmd->ret = shim_rw_result(cmd, cmd->pos - cmd->start_pos + ret);
+		cmd->ret = loop_dev_rw_result(cmd,
+					      cmd->pos - cmd->start_pos + ret);
 	blk_mq_complete_request(blk_mq_rq_from_pdu(cmd));
 }
 
@@ -334,7 +341,8 @@ static void shim_aio_complete(struct kiocb *iocb, long ret)
  * async kiocb will complete the request, -EAGAIN when @nowait and the I/O
  * would block, else the request's result.
  */
-static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
+static int loop_dev_rw(struct loop_dev *ldev, struct loop_dev_cmd *cmd,
+		       bool nowait)
 {
 	struct file *file = ldev->file;
 	ssize_t ret;
@@ -349,12 +357,12 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 		cmd->iocb.ki_flags = nowait ? IOCB_NOWAIT : 0;
 		if (ldev->use_dio) {
 			cmd->iocb.ki_flags |= IOCB_DIRECT;
-			cmd->iocb.ki_complete = shim_aio_complete;
+			cmd->iocb.ki_complete = loop_dev_aio_complete;
 		}
 		if (cmd->write) {
 			const struct cred *cred;
 
-			if (!shim_start_write(cmd, nowait))
+			if (!loop_dev_start_write(cmd, nowait))
 				return -EAGAIN;
 			/*
 			 * Checks made on the way (suid/sgid removal, quota and
@@ -370,9 +378,9 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 		if (ret == -EIOCBQUEUED)
 			return ret;
 		if (cmd->write)
-			shim_end_write(cmd);
-		if (nowait && shim_nowait_refused(ret)) {
-			shim_rewind(cmd);
+			loop_dev_end_write(cmd);
+		if (nowait && loop_dev_nowait_refused(ret)) {
+			loop_dev_rewind(cmd);
 			return -EAGAIN;
 		}
 		if (ret < 0)
@@ -380,12 +388,12 @@ static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
 		if (ret == 0)
 			break;
 		cmd->pos += ret;
-		shim_rewind(cmd);
+		loop_dev_rewind(cmd);
 	}
-	return shim_rw_result(cmd, cmd->pos - cmd->start_pos);
+	return loop_dev_rw_result(cmd, cmd->pos - cmd->start_pos);
 }
 
-static int shim_setup_iter(struct shim_cmd *cmd, struct request *rq)
+static int loop_dev_setup_iter(struct loop_dev_cmd *cmd, struct request *rq)
 {
 	unsigned int dir = cmd->write ? ITER_SOURCE : ITER_DEST;
 	struct req_iterator rq_iter;
@@ -406,7 +414,7 @@ static int shim_setup_iter(struct shim_cmd *cmd, struct request *rq)
 		unsigned int i = 0;
 
 		bvec = cmd->inline_bvec;
-		if (nr > SHIM_INLINE_BVECS) {
+		if (nr > LOOP_DEV_INLINE_BVECS) {
 			bvec = kmalloc_array(nr, sizeof(*bvec), GFP_NOIO);
 			if (!bvec)
 				return -ENOMEM;
@@ -420,7 +428,8 @@ static int shim_setup_iter(struct shim_cmd *cmd, struct request *rq)
 	return 0;
 }
 
-static int shim_fallocate(struct loop_dev *ldev, struct request *rq, int mode)
+static int loop_dev_fallocate(struct loop_dev *ldev, struct request *rq,
+			      int mode)
 {
 	loff_t pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + ldev->offset;
 
@@ -433,7 +442,7 @@ static int shim_fallocate(struct loop_dev *ldev, struct request *rq, int mode)
  * vfs_iter_write(): it takes freeze protection itself on 6.12 but not on
  * 6.1, so the kiocb is driven directly and protection taken once here.
  */
-static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
+static int loop_dev_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
 {
 	struct inode *inode = file_inode(ldev->file);
 	size_t left = blk_rq_bytes(rq);
@@ -467,7 +476,7 @@ static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
 	return 0;
 }
 
-static int shim_do_blocking_op(struct loop_dev *ldev, struct request *rq)
+static int loop_dev_do_blocking_op(struct loop_dev *ldev, struct request *rq)
 {
 	int ret;
 
@@ -475,29 +484,30 @@ static int shim_do_blocking_op(struct loop_dev *ldev, struct request *rq)
 	case REQ_OP_FLUSH:
 		return vfs_fsync(ldev->file, 0);
 	case REQ_OP_DISCARD:
-		ret = shim_fallocate(ldev, rq, FALLOC_FL_PUNCH_HOLE);
+		ret = loop_dev_fallocate(ldev, rq, FALLOC_FL_PUNCH_HOLE);
 		/* Discard promises nothing about the data: not an error. */
 		return ret == -EOPNOTSUPP ? 0 : ret;
 	case REQ_OP_WRITE_ZEROES:
-		ret = shim_fallocate(ldev, rq, (rq->cmd_flags & REQ_NOUNMAP) ?
-				     FALLOC_FL_ZERO_RANGE :
-				     FALLOC_FL_PUNCH_HOLE);
+		ret = loop_dev_fallocate(ldev, rq,
+					 (rq->cmd_flags & REQ_NOUNMAP) ?
+					 FALLOC_FL_ZERO_RANGE :
+					 FALLOC_FL_PUNCH_HOLE);
 		if (ret == -EOPNOTSUPP)
-			ret = shim_write_zeroes_slow(ldev, rq);
+			ret = loop_dev_write_zeroes_slow(ldev, rq);
 		return ret;
 	default:
 		return -EIO;
 	}
 }
 
-static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
+static int loop_dev_do_blocking(struct loop_dev *ldev, struct request *rq)
 {
 	const struct cred *cred;
 	int ret;
 
 	/* As for writes: the opener's rights, not the worker's. */
 	cred = override_creds(ldev->file->f_cred);
-	ret = shim_do_blocking_op(ldev, rq);
+	ret = loop_dev_do_blocking_op(ldev, rq);
 	revert_creds(cred);
 	return ret;
 }
@@ -510,47 +520,48 @@ static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
  * streaming; a probe that finds a waiting submitter makes the next one
  * come later.
  */
-static void shim_handoff_ended(struct shim_queue *sq, struct shim_cmd *cmd)
+static void loop_dev_handoff_ended(struct loop_dev_queue *lq,
+				   struct loop_dev_cmd *cmd)
 {
 	unsigned int waits;
 
-	if (READ_ONCE(sq->arrivals) != cmd->arrivals) {
-		WRITE_ONCE(sq->waits, 0);
-		WRITE_ONCE(sq->streaming, true);
-		WRITE_ONCE(sq->probe_every, SHIM_PROBE_MIN);
+	if (READ_ONCE(lq->arrivals) != cmd->arrivals) {
+		WRITE_ONCE(lq->waits, 0);
+		WRITE_ONCE(lq->streaming, true);
+		WRITE_ONCE(lq->probe_every, LOOP_DEV_PROBE_MIN);
 		return;
 	}
-	waits = READ_ONCE(sq->waits) + 1;
-	WRITE_ONCE(sq->waits, waits);
-	if (READ_ONCE(sq->streaming) && waits < SHIM_STREAM_WAITS)
+	waits = READ_ONCE(lq->waits) + 1;
+	WRITE_ONCE(lq->waits, waits);
+	if (READ_ONCE(lq->streaming) && waits < LOOP_DEV_STREAM_WAITS)
 		return;
-	WRITE_ONCE(sq->streaming, false);
-	if (sq->probe_every < SHIM_PROBE_MAX)
-		WRITE_ONCE(sq->probe_every, sq->probe_every * 2);
+	WRITE_ONCE(lq->streaming, false);
+	if (lq->probe_every < LOOP_DEV_PROBE_MAX)
+		WRITE_ONCE(lq->probe_every, lq->probe_every * 2);
 }
 
-static void shim_end_request(struct shim_cmd *cmd, int ret)
+static void loop_dev_end_request(struct loop_dev_cmd *cmd, int ret)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
-	struct shim_queue *sq = rq->mq_hctx->driver_data;
+	struct loop_dev_queue *lq = rq->mq_hctx->driver_data;
 
 	kfree(cmd->bvec);
 	cmd->bvec = NULL;
 	if (cmd->deferred) {
 		/* Only tmpfs devices count arrivals and decide by them. */
-		if (sq->ldev->io_mode == SHIM_IO_INLINE)
-			shim_handoff_ended(sq, cmd);
-		atomic_dec(&sq->deferred);
+		if (lq->ldev->io_mode == LOOP_DEV_IO_INLINE)
+			loop_dev_handoff_ended(lq, cmd);
+		atomic_dec(&lq->deferred);
 	}
-	atomic_dec(&sq->inflight);
+	atomic_dec(&lq->inflight);
 	blk_mq_end_request(rq, errno_to_blk_status(ret));
 }
 
-static void shim_complete_rq(struct request *rq)
+static void loop_dev_complete_rq(struct request *rq)
 {
-	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct loop_dev_cmd *cmd = blk_mq_rq_to_pdu(rq);
 
-	shim_end_request(cmd, cmd->ret);
+	loop_dev_end_request(cmd, cmd->ret);
 }
 
 /*
@@ -560,15 +571,15 @@ static void shim_complete_rq(struct request *rq)
  * on the submitting CPU (rq_affinity; 6.1 never moves a request of a
  * hardware queue that serves a single CPU).
  */
-static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
+static void loop_dev_serve(struct loop_dev *ldev, struct loop_dev_cmd *cmd)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 	int ret;
 
 	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE)
-		ret = shim_rw(ldev, cmd, false);
+		ret = loop_dev_rw(ldev, cmd, false);
 	else
-		ret = shim_do_blocking(ldev, rq);
+		ret = loop_dev_do_blocking(ldev, rq);
 	if (ret != -EIOCBQUEUED) {
 		cmd->ret = ret;
 		blk_mq_complete_request(rq);
@@ -580,9 +591,10 @@ static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
  * memory it allocates is charged to the submitter's memory cgroup, and
  * I/O it issues to its block cgroup, as the in-tree driver does.
  */
-static void shim_serve_charged(struct loop_dev *ldev, struct shim_cmd *cmd)
+static void loop_dev_serve_charged(struct loop_dev *ldev,
+				   struct loop_dev_cmd *cmd)
 {
-	/* The request may end, and its pdu be reused, in shim_serve(). */
+	/* The request may end, and its pdu be reused, in loop_dev_serve(). */
 	struct cgroup_subsys_state *blkcg_css = cmd->blkcg_css;
 	struct cgroup_subsys_state *memcg_css = cmd->memcg_css;
 	struct mem_cgroup *old_memcg = NULL;
@@ -593,7 +605,7 @@ static void shim_serve_charged(struct loop_dev *ldev, struct shim_cmd *cmd)
 	if (memcg_css)
 		old_memcg = set_active_memcg(mem_cgroup_from_css(memcg_css));
 #endif
-	shim_serve(ldev, cmd);
+	loop_dev_serve(ldev, cmd);
 	if (blkcg_css)
 		kthread_associate_blkcg(NULL);
 	if (memcg_css) {
@@ -602,33 +614,34 @@ static void shim_serve_charged(struct loop_dev *ldev, struct shim_cmd *cmd)
 	}
 }
 
-static void shim_workfn(struct work_struct *work)
+static void loop_dev_workfn(struct work_struct *work)
 {
-	struct shim_queue *sq = container_of(work, struct shim_queue, work);
+	struct loop_dev_queue *lq = container_of(work, struct loop_dev_queue,
+						 work);
 	unsigned int noio = memalloc_noio_save();
-	struct shim_cmd *cmd;
+	struct loop_dev_cmd *cmd;
 	struct blk_plug plug;
 
 	blk_start_plug(&plug);
-	spin_lock_irq(&sq->lock);
-	while ((cmd = list_first_entry_or_null(&sq->list, struct shim_cmd,
+	spin_lock_irq(&lq->lock);
+	while ((cmd = list_first_entry_or_null(&lq->list, struct loop_dev_cmd,
 					       node))) {
 		list_del(&cmd->node);
-		spin_unlock_irq(&sq->lock);
-		shim_serve_charged(sq->ldev, cmd);
+		spin_unlock_irq(&lq->lock);
+		loop_dev_serve_charged(lq->ldev, cmd);
 		cond_resched();
-		spin_lock_irq(&sq->lock);
+		spin_lock_irq(&lq->lock);
 	}
-	sq->kicked = false;
-	spin_unlock_irq(&sq->lock);
+	lq->kicked = false;
+	spin_unlock_irq(&lq->lock);
 	blk_finish_plug(&plug);
 	memalloc_noio_restore(noio);
 }
 
 /* Lockless peek: a request racing in only costs the inline fast path. */
-static bool shim_queue_empty(struct shim_queue *sq)
+static bool loop_dev_queue_empty(struct loop_dev_queue *lq)
 {
-	return list_empty_careful(&sq->list);
+	return list_empty_careful(&lq->list);
 }
 
 /*
@@ -642,7 +655,7 @@ static bool shim_queue_empty(struct shim_queue *sq)
  * dispatches after its task was scheduled out with the request plugged.
  * NULL for pages no cgroup owns (slab memory, for instance).
  */
-static struct cgroup_subsys_state *shim_data_memcg(struct request *rq)
+static struct cgroup_subsys_state *loop_dev_data_memcg(struct request *rq)
 {
 	struct mem_cgroup *memcg;
 
@@ -657,7 +670,7 @@ static struct cgroup_subsys_state *shim_data_memcg(struct request *rq)
 }
 #endif
 
-static void shim_charge(struct shim_cmd *cmd)
+static void loop_dev_get_cgroups(struct loop_dev_cmd *cmd)
 {
 	struct request *rq = blk_mq_rq_from_pdu(cmd);
 
@@ -677,7 +690,7 @@ static void shim_charge(struct shim_cmd *cmd)
 			cmd->memcg_css = &memcg->css;
 		return;
 	}
-	cmd->memcg_css = shim_data_memcg(rq);
+	cmd->memcg_css = loop_dev_data_memcg(rq);
 	if (!cmd->memcg_css && cmd->blkcg_css)
 		cmd->memcg_css = cgroup_get_e_css(cmd->blkcg_css->cgroup,
 						  &memory_cgrp_subsys);
@@ -689,23 +702,23 @@ static void shim_charge(struct shim_cmd *cmd)
  * completion, maybe in interrupt context: a request requeued from there
  * was uncharged (served inline) and stays so.
  */
-static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
+static void loop_dev_defer(struct loop_dev_queue *lq, struct loop_dev_cmd *cmd)
 {
 	unsigned long flags;
 	bool kick;
 
 	if (!cmd->deferred) {
 		cmd->deferred = true;
-		cmd->arrivals = READ_ONCE(sq->arrivals);
-		atomic_inc(&sq->deferred);
+		cmd->arrivals = READ_ONCE(lq->arrivals);
+		atomic_inc(&lq->deferred);
 	}
-	spin_lock_irqsave(&sq->lock, flags);
-	list_add_tail(&cmd->node, &sq->list);
-	kick = !sq->kicked;
-	sq->kicked = true;
-	spin_unlock_irqrestore(&sq->lock, flags);
+	spin_lock_irqsave(&lq->lock, flags);
+	list_add_tail(&cmd->node, &lq->list);
+	kick = !lq->kicked;
+	lq->kicked = true;
+	spin_unlock_irqrestore(&lq->lock, flags);
 	if (kick)
-		queue_work(sq->ldev->wq, &sq->work);
+		queue_work(lq->ldev->wq, &lq->work);
 }
 
 /*
@@ -713,14 +726,14 @@ static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
  * out page is read back by bios that, submitted from here, would wait on
  * current->bio_list behind this very request: let them go out directly.
  */
-static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
+static int loop_dev_rw_inline(struct loop_dev *ldev, struct loop_dev_cmd *cmd)
 {
 	struct bio_list *bio_list = current->bio_list;
 	unsigned int noio = memalloc_noio_save();
 	int ret;
 
 	current->bio_list = NULL;
-	ret = shim_rw(ldev, cmd, false);
+	ret = loop_dev_rw(ldev, cmd, false);
 	current->bio_list = bio_list;
 	memalloc_noio_restore(noio);
 	return ret;
@@ -731,7 +744,7 @@ static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
  * a hand-off, which is all a submitter waiting for each request can gain.
  * One that keeps requests in flight gains a second CPU instead. While it
  * streams, the worker gets a request whenever it holds fewer than
- * SHIM_STREAM_SMALL small or SHIM_STREAM_LARGE large ones, and the
+ * LOOP_DEV_STREAM_SMALL small or LOOP_DEV_STREAM_LARGE large ones, and the
  * submitter serves the others itself meanwhile. Small requests keep the
  * submitter's CPU busy submitting and reaping, so the worker takes most of
  * them, but only while nothing else wants the submitter's CPU: with other
@@ -742,59 +755,61 @@ static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
  * in), so now and then a request goes to the worker to find out; each
  * probe that finds a waiting submitter doubles the spacing of the next.
  */
-static bool shim_copy_inline(struct shim_queue *sq, struct request *rq)
+static bool loop_dev_copy_inline(struct loop_dev_queue *lq, struct request *rq)
 {
-	int deferred = atomic_read(&sq->deferred);
+	int deferred = atomic_read(&lq->deferred);
 	unsigned int probe_in;
 
-	if (READ_ONCE(sq->streaming)) {
-		if (blk_rq_bytes(rq) >= SHIM_SPREAD_MIN)
-			return deferred >= SHIM_STREAM_LARGE;
-		return deferred >= SHIM_STREAM_SMALL || !single_task_running();
+	if (READ_ONCE(lq->streaming)) {
+		if (blk_rq_bytes(rq) >= LOOP_DEV_SPREAD_MIN)
+			return deferred >= LOOP_DEV_STREAM_LARGE;
+		return deferred >= LOOP_DEV_STREAM_SMALL ||
+		       !single_task_running();
 	}
 	if (deferred)
 		return true;
-	probe_in = READ_ONCE(sq->probe_in);
+	probe_in = READ_ONCE(lq->probe_in);
 	if (probe_in > 1) {
-		WRITE_ONCE(sq->probe_in, probe_in - 1);
+		WRITE_ONCE(lq->probe_in, probe_in - 1);
 		return true;
 	}
-	WRITE_ONCE(sq->probe_in, READ_ONCE(sq->probe_every));
+	WRITE_ONCE(lq->probe_in, READ_ONCE(lq->probe_every));
 	return false;
 }
 
 /*
  * Serve inline only the last request of a batch (the worker takes the
  * others, so another CPU moves data meanwhile) and only when nothing waits
- * for the worker ahead of it. tmpfs: see shim_copy_inline(). Other
+ * for the worker ahead of it. tmpfs: see loop_dev_copy_inline(). Other
  * backings only when the queue is otherwise idle: at depth the worker,
  * plugged, hands the backing device whole batches, where inline service
  * would kick it once per request.
  */
-static bool shim_may_serve_inline(struct loop_dev *ldev, struct shim_queue *sq,
-				  struct request *rq, bool last)
+static bool loop_dev_may_serve_inline(struct loop_dev *ldev,
+				      struct loop_dev_queue *lq,
+				      struct request *rq, bool last)
 {
-	if (!last || !shim_queue_empty(sq))
+	if (!last || !loop_dev_queue_empty(lq))
 		return false;
-	if (ldev->io_mode == SHIM_IO_INLINE)
-		return shim_copy_inline(sq, rq);
-	return ldev->io_mode == SHIM_IO_NOWAIT &&
-	       atomic_read(&sq->inflight) == 1;
+	if (ldev->io_mode == LOOP_DEV_IO_INLINE)
+		return loop_dev_copy_inline(lq, rq);
+	return ldev->io_mode == LOOP_DEV_IO_NOWAIT &&
+	       atomic_read(&lq->inflight) == 1;
 }
 
-static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
-				  const struct blk_mq_queue_data *bd)
+static blk_status_t loop_dev_queue_rq(struct blk_mq_hw_ctx *hctx,
+				      const struct blk_mq_queue_data *bd)
 {
-	struct shim_queue *sq = hctx->driver_data;
+	struct loop_dev_queue *lq = hctx->driver_data;
 	struct request *rq = bd->rq;
-	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
+	struct loop_dev_cmd *cmd = blk_mq_rq_to_pdu(rq);
 	struct loop_dev *ldev = rq->q->queuedata;
 	bool rw = req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE;
 	int ret;
 
 	blk_mq_start_request(rq);
-	/* Pairs with shim_configure(): bound means file and mode are set. */
-	if (smp_load_acquire(&ldev->state) != LD_BOUND)
+	/* Pairs with loop_dev_configure(): bound, file and mode are set. */
+	if (smp_load_acquire(&ldev->state) != LOOP_DEV_BOUND)
 		return BLK_STS_IOERR;
 	cmd->write = op_is_write(req_op(rq));
 	if (cmd->write && (ldev->flags & LO_FLAGS_READ_ONLY))
@@ -803,41 +818,41 @@ static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
 	cmd->deferred = false;
 	cmd->blkcg_css = NULL;
 	cmd->memcg_css = NULL;
-	if (ldev->io_mode == SHIM_IO_INLINE)
-		WRITE_ONCE(sq->arrivals, sq->arrivals + 1);
+	if (ldev->io_mode == LOOP_DEV_IO_INLINE)
+		WRITE_ONCE(lq->arrivals, lq->arrivals + 1);
 	if (rw) {
-		if (shim_setup_iter(cmd, rq))
+		if (loop_dev_setup_iter(cmd, rq))
 			return BLK_STS_RESOURCE;
 		cmd->start_pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) +
 				 ldev->offset;
 		cmd->pos = cmd->start_pos;
 	}
 
-	atomic_inc(&sq->inflight);
+	atomic_inc(&lq->inflight);
 	/*
 	 * A kernel thread (the flusher writing back a cgroup's pages) hands
 	 * its requests to the worker, which charges the bio's cgroups.
 	 */
 	if (rw && !(current->flags & PF_KTHREAD) &&
-	    shim_may_serve_inline(ldev, sq, rq, bd->last)) {
-		if (ldev->io_mode == SHIM_IO_INLINE)
-			ret = shim_rw_inline(ldev, cmd);
+	    loop_dev_may_serve_inline(ldev, lq, rq, bd->last)) {
+		if (ldev->io_mode == LOOP_DEV_IO_INLINE)
+			ret = loop_dev_rw_inline(ldev, cmd);
 		else
-			ret = shim_rw(ldev, cmd, true);
+			ret = loop_dev_rw(ldev, cmd, true);
 		if (ret == -EIOCBQUEUED)
 			return BLK_STS_OK;
 		if (ret != -EAGAIN) {
-			shim_end_request(cmd, ret);
+			loop_dev_end_request(cmd, ret);
 			return BLK_STS_OK;
 		}
 	}
-	shim_charge(cmd);
-	shim_defer(sq, cmd);
+	loop_dev_get_cgroups(cmd);
+	loop_dev_defer(lq, cmd);
 	return BLK_STS_OK;
 }
 
-static int shim_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
-			  unsigned int index)
+static int loop_dev_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
+			      unsigned int index)
 {
 	struct loop_dev *ldev = data;
 
@@ -845,10 +860,10 @@ static int shim_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
 	return 0;
 }
 
-static const struct blk_mq_ops shim_mq_ops = {
-	.queue_rq	= shim_queue_rq,
-	.complete	= shim_complete_rq,
-	.init_hctx	= shim_init_hctx,
+static const struct blk_mq_ops loop_dev_mq_ops = {
+	.queue_rq	= loop_dev_queue_rq,
+	.complete	= loop_dev_complete_rq,
+	.init_hctx	= loop_dev_init_hctx,
 };
 
 /* ---- configuration ---- */
@@ -859,13 +874,13 @@ static const struct blk_mq_ops shim_mq_ops = {
  * past the disk's minors have the extended major), or a file on a
  * filesystem mounted from one.
  */
-static struct block_device *shim_file_bdev(struct file *file)
+static struct block_device *loop_dev_file_bdev(struct file *file)
 {
 	struct inode *inode = file->f_mapping->host;
 	struct block_device *bdev;
 
 	bdev = S_ISBLK(inode->i_mode) ? I_BDEV(inode) : inode->i_sb->s_bdev;
-	if (!bdev || bdev->bd_disk->fops != &shim_fops)
+	if (!bdev || bdev->bd_disk->fops != &loop_dev_fops)
 		return NULL;
 	return bdev;
 }
@@ -877,13 +892,13 @@ static struct block_device *shim_file_bdev(struct file *file)
  * mounted from one of these (EINVAL). The device would wait on its own
  * I/O.
  */
-static int shim_validate_file(struct file *file, struct block_device *bdev)
+static int loop_dev_validate_file(struct file *file, struct block_device *bdev)
 {
 	struct file *f = file;
 
-	lockdep_assert_held(&ldev_chain_lock);
+	lockdep_assert_held(&loop_dev_chain_lock);
 	for (;;) {
-		struct block_device *below = shim_file_bdev(f);
+		struct block_device *below = loop_dev_file_bdev(f);
 		struct inode *inode = f->f_mapping->host;
 		struct loop_dev *l;
 
@@ -893,7 +908,7 @@ static int shim_validate_file(struct file *file, struct block_device *bdev)
 			return S_ISBLK(inode->i_mode) &&
 			       inode->i_rdev == bdev->bd_dev ? -EBADF : -EINVAL;
 		l = below->bd_disk->private_data;
-		if (l->state != LD_BOUND)
+		if (l->state != LOOP_DEV_BOUND)
 			return -EINVAL;
 		f = l->file;
 	}
@@ -903,7 +918,7 @@ static int shim_validate_file(struct file *file, struct block_device *bdev)
 }
 
 /* Can the device do its I/O through @file at all? */
-static int shim_check_file_ops(struct file *file)
+static int loop_dev_check_file_ops(struct file *file)
 {
 	if (!file->f_op->read_iter)
 		return -EINVAL;
@@ -925,25 +940,25 @@ static int shim_check_file_ops(struct file *file)
  * a first bind and for LOOP_CHANGE_FD, in the in-tree driver's order: the
  * chain of backing files, the owner's policy, then the flags.
  */
-static noinline int shim_may_back(struct loop_dev *ldev,
-				  struct block_device *bdev,
-				  struct file *file, u32 flags)
+static noinline int loop_dev_may_back(struct loop_dev *ldev,
+				      struct block_device *bdev,
+				      struct file *file, u32 flags)
 {
 	int err;
 
-	err = shim_validate_file(file, bdev);
+	err = loop_dev_validate_file(file, bdev);
 	if (!err)
 		err = ldev->ops->check_backing(ldev, file);
 	if (err)
 		return err;
 	if (flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
 		return -EINVAL;
-	if ((flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev))
+	if ((flags & LO_FLAGS_PARTSCAN) && !loop_dev_partscan_allowed(ldev))
 		return -EPERM;
 	return 0;
 }
 
-ALLOW_ERROR_INJECTION(shim_may_back, ERRNO);
+ALLOW_ERROR_INJECTION(loop_dev_may_back, ERRNO);
 
 /*
  * Device writes land at any offset of the file: only a file its opener may
@@ -951,7 +966,7 @@ ALLOW_ERROR_INJECTION(shim_may_back, ERRNO);
  * an immutable file gives a read-only one, as an fd without write access
  * does.
  */
-static bool shim_file_writable(struct file *file)
+static bool loop_dev_file_writable(struct file *file)
 {
 	struct inode *inode = file_inode(file);
 
@@ -966,7 +981,8 @@ static bool shim_file_writable(struct file *file)
  * both exist when it can: a block device passes on what it has; a file
  * needs fallocate and works in units of its filesystem's blocks.
  */
-static void shim_discard_config(struct loop_dev *ldev, struct loop_dev_limits *cl)
+static void loop_dev_discard_config(struct loop_dev *ldev,
+				    struct loop_dev_limits *lim)
 {
 	struct file *file = ldev->file;
 	struct inode *inode = file->f_mapping->host;
@@ -979,12 +995,12 @@ static void shim_discard_config(struct loop_dev *ldev, struct loop_dev_limits *c
 		granularity = bdev_physical_block_size(bdev);
 	} else if (file->f_op->fallocate) {
 		sectors = UINT_MAX >> SECTOR_SHIFT;
-		granularity = max_t(unsigned int, cl->logical_block_size,
+		granularity = max_t(unsigned int, lim->logical_block_size,
 				    inode->i_sb->s_blocksize);
 	}
-	cl->max_discard_sectors = sectors;
-	cl->max_write_zeroes_sectors = sectors;
-	cl->discard_granularity = sectors ? granularity : 0;
+	lim->max_discard_sectors = sectors;
+	lim->max_write_zeroes_sectors = sectors;
+	lim->discard_granularity = sectors ? granularity : 0;
 }
 
 /*
@@ -993,9 +1009,10 @@ static void shim_discard_config(struct loop_dev *ldev, struct loop_dev_limits *c
  * Without one given, 512 bytes, or under direct I/O the backing device's
  * logical block size.
  */
-static unsigned int shim_block_size(struct loop_dev *ldev, unsigned int bsize)
+static unsigned int loop_dev_block_size(struct loop_dev *ldev,
+					unsigned int bsize)
 {
-	struct block_device *backing = shim_backing_bdev(ldev->file);
+	struct block_device *backing = loop_dev_backing_bdev(ldev->file);
 
 	if (bsize)
 		return bsize;
@@ -1005,28 +1022,28 @@ static unsigned int shim_block_size(struct loop_dev *ldev, unsigned int bsize)
 }
 
 /* Caller has the queue frozen or the device unbound. */
-static noinline int shim_apply_limits(struct loop_dev *ldev,
-				      unsigned int bsize)
+static noinline int loop_dev_apply_limits(struct loop_dev *ldev,
+					  unsigned int bsize)
 {
-	struct block_device *backing = shim_backing_bdev(ldev->file);
-	struct loop_dev_limits cl = { };
+	struct block_device *backing = loop_dev_backing_bdev(ldev->file);
+	struct loop_dev_limits lim = { };
 
 	lockdep_assert_held(&ldev->lock);
-	bsize = shim_block_size(ldev, bsize);
-	cl.logical_block_size = bsize;
-	cl.physical_block_size = bsize;
-	cl.io_min = bsize;
-	shim_discard_config(ldev, &cl);
+	bsize = loop_dev_block_size(ldev, bsize);
+	lim.logical_block_size = bsize;
+	lim.physical_block_size = bsize;
+	lim.io_min = bsize;
+	loop_dev_discard_config(ldev, &lim);
 	/* A flush means an fsync of the file, pointless when read-only. */
-	cl.write_cache = ldev->file->f_op->fsync &&
+	lim.write_cache = ldev->file->f_op->fsync &&
 			 !(ldev->flags & LO_FLAGS_READ_ONLY);
-	cl.rotational = backing && !bdev_nonrot(backing);
-	return compat_apply_limits(ldev->disk->queue, &cl);
+	lim.rotational = backing && !bdev_nonrot(backing);
+	return compat_apply_limits(ldev->disk->queue, &lim);
 }
 
-ALLOW_ERROR_INJECTION(shim_apply_limits, ERRNO);
+ALLOW_ERROR_INJECTION(loop_dev_apply_limits, ERRNO);
 
-static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
+static enum loop_dev_io_mode loop_dev_pick_io_mode(struct loop_dev *ldev)
 {
 	struct file *file = ldev->file;
 
@@ -1036,22 +1053,22 @@ static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
 	 * Checked first: a device node usually lives on (dev)tmpfs.
 	 */
 	if (S_ISBLK(file_inode(file)->i_mode))
-		return SHIM_IO_WORKER;
+		return LOOP_DEV_IO_WORKER;
 	if (!ldev->use_dio && file_inode(file)->i_sb->s_magic == TMPFS_MAGIC)
-		return SHIM_IO_INLINE;
+		return LOOP_DEV_IO_INLINE;
 	if (file->f_mode & FMODE_NOWAIT)
-		return SHIM_IO_NOWAIT;
-	return SHIM_IO_WORKER;
+		return LOOP_DEV_IO_NOWAIT;
+	return LOOP_DEV_IO_WORKER;
 }
 
 /*
  * The queue is frozen when the device is bound. Switching between buffered
  * and direct I/O syncs the file when @sync.
  */
-static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
+static void __loop_dev_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 {
 	struct file *file = ldev->file;
-	struct block_device *backing = shim_backing_bdev(file);
+	struct block_device *backing = loop_dev_backing_bdev(file);
 	unsigned int lbs = queue_logical_block_size(ldev->disk->queue);
 	bool use = dio && (file->f_mode & FMODE_CAN_ODIRECT);
 
@@ -1066,19 +1083,19 @@ static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 		ldev->flags |= LO_FLAGS_DIRECT_IO;
 	else
 		ldev->flags &= ~LO_FLAGS_DIRECT_IO;
-	ldev->io_mode = shim_pick_io_mode(ldev);
+	ldev->io_mode = loop_dev_pick_io_mode(ldev);
 }
 
-static void shim_update_dio(struct loop_dev *ldev, bool dio)
+static void loop_dev_update_dio(struct loop_dev *ldev, bool dio)
 {
-	__shim_update_dio(ldev, dio, true);
+	__loop_dev_update_dio(ldev, dio, true);
 }
 
 /*
  * Freeze @q, waiting for requests in flight, which may wait on the backing
  * file for as long as it pleases; -EINTR, unfrozen, on a fatal signal.
  */
-static int shim_freeze_killable(struct request_queue *q)
+static int loop_dev_freeze_killable(struct request_queue *q)
 {
 	blk_freeze_queue_start(q);
 	while (!blk_mq_freeze_queue_wait_timeout(q, HZ / 10)) {
@@ -1090,14 +1107,14 @@ static int shim_freeze_killable(struct request_queue *q)
 	return 0;
 }
 
-static void shim_set_capacity(struct loop_dev *ldev, sector_t sectors)
+static void loop_dev_set_capacity(struct loop_dev *ldev, sector_t sectors)
 {
 	if (!set_capacity_and_notify(ldev->disk, sectors))
 		kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 }
 
-static int shim_status_from_info(struct loop_dev *ldev,
-				 const struct loop_info64 *info)
+static int loop_dev_status_from_info(struct loop_dev *ldev,
+				     const struct loop_info64 *info)
 {
 	if ((unsigned int)info->lo_encrypt_key_size > LO_KEY_SIZE)
 		return -EINVAL;
@@ -1113,13 +1130,13 @@ static int shim_status_from_info(struct loop_dev *ldev,
 	return 0;
 }
 
-static void shim_partitions_changed(struct loop_dev *ldev, bool can_block)
+static void loop_dev_partitions_changed(struct loop_dev *ldev, bool can_block)
 {
 	if (!READ_ONCE(ldev->orphan))
 		ldev->ops->partitions_changed(ldev, can_block);
 }
 
-static void shim_reread_partitions(struct loop_dev *ldev)
+static void loop_dev_reread_partitions(struct loop_dev *ldev)
 {
 	int ret;
 
@@ -1129,12 +1146,12 @@ static void shim_reread_partitions(struct loop_dev *ldev)
 	if (ret)
 		pr_warn("%s: partition scan failed (%d)\n",
 			ldev->disk->disk_name, ret);
-	shim_partitions_changed(ldev, true);
+	loop_dev_partitions_changed(ldev, true);
 }
 
 /* ---- sysfs: /sys/block/<name>/loop/ ---- */
 
-static struct loop_dev *dev_to_ldev(struct device *dev)
+static struct loop_dev *loop_dev_from_dev(struct device *dev)
 {
 	return dev_to_disk(dev)->private_data;
 }
@@ -1142,7 +1159,7 @@ static struct loop_dev *dev_to_ldev(struct device *dev)
 static ssize_t backing_file_show(struct device *dev,
 				 struct device_attribute *attr, char *buf)
 {
-	struct loop_dev *ldev = dev_to_ldev(dev);
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
 	struct file *file;
 	char *p = NULL;
 	ssize_t ret;
@@ -1168,39 +1185,45 @@ static ssize_t backing_file_show(struct device *dev,
 static ssize_t offset_show(struct device *dev, struct device_attribute *attr,
 			   char *buf)
 {
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
+
 	return sysfs_emit(buf, "%llu\n",
-			  (unsigned long long)READ_ONCE(dev_to_ldev(dev)->offset));
+			  (unsigned long long)READ_ONCE(ldev->offset));
 }
 
 static ssize_t sizelimit_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
+
 	return sysfs_emit(buf, "%llu\n",
-			  (unsigned long long)READ_ONCE(dev_to_ldev(dev)->sizelimit));
+			  (unsigned long long)READ_ONCE(ldev->sizelimit));
 }
 
-static ssize_t shim_flag_show(struct device *dev, char *buf, int flag)
+static ssize_t loop_dev_flag_show(struct device *dev, char *buf, int flag)
 {
-	return sysfs_emit(buf, "%s\n", READ_ONCE(dev_to_ldev(dev)->flags) &
-			  flag ? "1" : "0");
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
+
+	return sysfs_emit(buf, "%s\n",
+			  READ_ONCE(ldev->flags) & flag ? "1" : "0");
 }
 
 static ssize_t autoclear_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
-	return shim_flag_show(dev, buf, LO_FLAGS_AUTOCLEAR);
+	return loop_dev_flag_show(dev, buf, LO_FLAGS_AUTOCLEAR);
 }
 
 static ssize_t partscan_show(struct device *dev,
 			     struct device_attribute *attr, char *buf)
 {
-	return shim_flag_show(dev, buf, LO_FLAGS_PARTSCAN);
+	return loop_dev_flag_show(dev, buf, LO_FLAGS_PARTSCAN);
 }
 
 static ssize_t dio_show(struct device *dev, struct device_attribute *attr,
 			char *buf)
 {
-	return shim_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
+	return loop_dev_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
 }
 
 /*
@@ -1216,7 +1239,7 @@ static DEVICE_ATTR_RO(autoclear);
 static DEVICE_ATTR_RO(partscan);
 static DEVICE_ATTR_RO(dio);
 
-static struct attribute *shim_attrs[] = {
+static struct attribute *loop_dev_attrs[] = {
 	&dev_attr_backing_file.attr,
 	&dev_attr_offset.attr,
 	&dev_attr_sizelimit.attr,
@@ -1226,30 +1249,31 @@ static struct attribute *shim_attrs[] = {
 	NULL,
 };
 
-static const struct attribute_group shim_attr_group = {
+static const struct attribute_group loop_dev_attr_group = {
 	.name = "loop",
-	.attrs = shim_attrs,
+	.attrs = loop_dev_attrs,
 };
 
-static void shim_sysfs_add(struct loop_dev *ldev)
+static void loop_dev_sysfs_add(struct loop_dev *ldev)
 {
 	struct kobject *kobj = &disk_to_dev(ldev->disk)->kobj;
 
-	if (sysfs_create_group(kobj, &shim_attr_group))
+	if (sysfs_create_group(kobj, &loop_dev_attr_group))
 		return;
 	ldev->sysfs_added = true;
-	if (sysfs_group_change_owner(kobj, &shim_attr_group, ldev->uid,
+	if (sysfs_group_change_owner(kobj, &loop_dev_attr_group, ldev->uid,
 				     ldev->gid))
 		pr_warn("%s: cannot hand sysfs to the instance owner\n",
 			ldev->disk->disk_name);
 }
 
 /* Only a group that was created may be removed (removal would WARN). */
-static void shim_sysfs_remove(struct loop_dev *ldev)
+static void loop_dev_sysfs_remove(struct loop_dev *ldev)
 {
 	if (!ldev->sysfs_added)
 		return;
-	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj, &shim_attr_group);
+	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj,
+			   &loop_dev_attr_group);
 	ldev->sysfs_added = false;
 }
 
@@ -1260,25 +1284,25 @@ static void shim_sysfs_remove(struct loop_dev *ldev)
  * devices: they hold its lock, then the chain lock. Both are waited for
  * killably, since either may be held while a backing file takes its time.
  */
-static int shim_lock_for_bind(struct loop_dev *ldev)
+static int loop_dev_lock_for_bind(struct loop_dev *ldev)
 {
 	if (mutex_lock_killable(&ldev->lock))
 		return -EINTR;
-	if (mutex_lock_killable(&ldev_chain_lock)) {
+	if (mutex_lock_killable(&loop_dev_chain_lock)) {
 		mutex_unlock(&ldev->lock);
 		return -EINTR;
 	}
 	return 0;
 }
 
-static void shim_unlock_for_bind(struct loop_dev *ldev)
+static void loop_dev_unlock_for_bind(struct loop_dev *ldev)
 {
-	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&loop_dev_chain_lock);
 	mutex_unlock(&ldev->lock);
 }
 
 /* An unbound device reports no configuration. */
-static void shim_reset_config(struct loop_dev *ldev)
+static void loop_dev_reset_config(struct loop_dev *ldev)
 {
 	ldev->offset = 0;
 	ldev->sizelimit = 0;
@@ -1293,7 +1317,7 @@ static void shim_reset_config(struct loop_dev *ldev)
  * allocates without I/O or filesystem reclaim; the file being replaced
  * gets its own mask back.
  */
-static void shim_set_file(struct loop_dev *ldev, struct file *file)
+static void loop_dev_set_file(struct loop_dev *ldev, struct file *file)
 {
 	struct file *old = ldev->file;
 
@@ -1309,9 +1333,9 @@ static void shim_set_file(struct loop_dev *ldev, struct file *file)
 			     ldev->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
 }
 
-static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
-			  struct block_device *bdev,
-			  const struct loop_config *config)
+static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
+			      struct block_device *bdev,
+			      const struct loop_config *config)
 {
 	struct file *file = fget(config->fd);
 	bool partscan;
@@ -1319,7 +1343,7 @@ static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
 
 	if (!file)
 		return -EBADF;
-	err = shim_check_file_ops(file);
+	err = loop_dev_check_file_ops(file);
 	if (err)
 		goto out_putf;
 	/*
@@ -1336,24 +1360,24 @@ static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
 	}
 	/* Nobody may change the device under an exclusive opener. */
 	if (!(mode & BLK_OPEN_EXCL)) {
-		err = bd_prepare_to_claim(bdev, shim_configure, NULL);
+		err = bd_prepare_to_claim(bdev, loop_dev_configure, NULL);
 		if (err)
 			goto out_putf;
 	}
-	err = shim_lock_for_bind(ldev);
+	err = loop_dev_lock_for_bind(ldev);
 	if (err)
 		goto out_claim;
 	/* A bound device's configuration is not this call's to undo. */
 	err = -EBUSY;
-	if (ldev->state != LD_UNBOUND)
+	if (ldev->state != LOOP_DEV_UNBOUND)
 		goto out_unlock;
-	err = shim_may_back(ldev, bdev, file, config->info.lo_flags);
+	err = loop_dev_may_back(ldev, bdev, file, config->info.lo_flags);
 	if (err)
 		goto out_reset;
 	err = -EINVAL;
 	if (config->block_size && blk_validate_block_size(config->block_size))
 		goto out_reset;
-	err = shim_status_from_info(ldev, &config->info);
+	err = loop_dev_status_from_info(ldev, &config->info);
 	if (err)
 		goto out_reset;
 	if (config->info.lo_flags & LO_FLAGS_PARTSCAN) {
@@ -1362,7 +1386,7 @@ static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
 			goto out_reset;
 	}
 	ldev->flags = config->info.lo_flags;
-	if (!shim_file_writable(file) || !(mode & BLK_OPEN_WRITE))
+	if (!loop_dev_file_writable(file) || !(mode & BLK_OPEN_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
@@ -1373,22 +1397,23 @@ static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
 	 * No freeze (an RCU grace period): while the device is unbound the
 	 * I/O path reads none of this, and the state is published last.
 	 */
-	shim_set_file(ldev, file);
+	loop_dev_set_file(ldev, file);
 	ldev->use_dio = false;
-	err = shim_apply_limits(ldev, config->block_size);
+	err = loop_dev_apply_limits(ldev, config->block_size);
 	if (!err)
-		__shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
-				  false);
+		__loop_dev_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
+				      false);
 	if (err) {
-		shim_set_file(ldev, NULL);
+		loop_dev_set_file(ldev, NULL);
 		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 		goto out_uncharge;
 	}
-	shim_sysfs_add(ldev);
-	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
-	/* Publish file and I/O mode before the state (shim_queue_rq). */
-	smp_store_release(&ldev->state, LD_BOUND);
-	mutex_unlock(&ldev_chain_lock);
+	loop_dev_sysfs_add(ldev);
+	loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
+						  ldev->sizelimit, file));
+	/* Publish file and I/O mode before the state (loop_dev_queue_rq). */
+	smp_store_release(&ldev->state, LOOP_DEV_BOUND);
+	mutex_unlock(&loop_dev_chain_lock);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	if (partscan)
 		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
@@ -1397,35 +1422,35 @@ static int shim_configure(struct loop_dev *ldev, blk_mode_t mode,
 	mutex_unlock(&ldev->lock);
 
 	if (partscan)
-		shim_reread_partitions(ldev);
+		loop_dev_reread_partitions(ldev);
 	if (!(mode & BLK_OPEN_EXCL))
-		bd_abort_claiming(bdev, shim_configure);
+		bd_abort_claiming(bdev, loop_dev_configure);
 	return 0;
 
 out_uncharge:
 	if (ldev->flags & LO_FLAGS_PARTSCAN)
 		ldev->ops->uncharge_partscan(ldev);
 out_reset:
-	shim_reset_config(ldev);
+	loop_dev_reset_config(ldev);
 out_unlock:
-	shim_unlock_for_bind(ldev);
+	loop_dev_unlock_for_bind(ldev);
 out_claim:
 	if (!(mode & BLK_OPEN_EXCL))
-		bd_abort_claiming(bdev, shim_configure);
+		bd_abort_claiming(bdev, loop_dev_configure);
 out_putf:
 	fput(file);
 	return err;
 }
 
 /*
- * Release the backing file of a device in LD_RUNDOWN. @open_mutex_held
+ * Release the backing file of a device in LOOP_DEV_RUNDOWN. @open_mutex_held
  * tells whether the caller (the last close) already holds the disk's
  * open_mutex, which the partition drop needs.
  */
-static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
+static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 {
 	struct request_queue *q = ldev->disk->queue;
-	struct loop_dev_limits cl = {
+	struct loop_dev_limits lim = {
 		.logical_block_size = SECTOR_SIZE,
 		.physical_block_size = SECTOR_SIZE,
 		.io_min = SECTOR_SIZE,
@@ -1434,12 +1459,12 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	bool partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 
 	blk_mq_freeze_queue(q);
-	shim_set_file(ldev, NULL);
-	compat_apply_limits(q, &cl);
+	loop_dev_set_file(ldev, NULL);
+	compat_apply_limits(q, &lim);
 	blk_mq_unfreeze_queue(q);
 
 	invalidate_disk(ldev->disk);
-	shim_sysfs_remove(ldev);
+	loop_dev_sysfs_remove(ldev);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	disk_force_media_change(ldev->disk);
 	if (partscan) {
@@ -1459,40 +1484,41 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 		ldev->ops->uncharge_partscan(ldev);
 
 	mutex_lock(&ldev->lock);
-	shim_reset_config(ldev);
-	WRITE_ONCE(ldev->state, ldev->orphan ? LD_DELETING : LD_UNBOUND);
+	loop_dev_reset_config(ldev);
+	WRITE_ONCE(ldev->state,
+		   ldev->orphan ? LOOP_DEV_DELETING : LOOP_DEV_UNBOUND);
 	mutex_unlock(&ldev->lock);
 	/* fput() may close a device below us: no lock of ours held. */
 	fput(file);
 }
 
-static int shim_clr_fd(struct loop_dev *ldev)
+static int loop_dev_clr_fd(struct loop_dev *ldev)
 {
 	bool now;
 	int err;
 
-	err = shim_lock_for_bind(ldev);
+	err = loop_dev_lock_for_bind(ldev);
 	if (err)
 		return err;
-	if (ldev->state != LD_BOUND) {
-		shim_unlock_for_bind(ldev);
+	if (ldev->state != LOOP_DEV_BOUND) {
+		loop_dev_unlock_for_bind(ldev);
 		return -ENXIO;
 	}
 	/* With other openers, clear on the last close (autoclear). */
 	ldev->flags |= LO_FLAGS_AUTOCLEAR;
 	now = disk_openers(ldev->disk) == 1;
 	if (now)
-		WRITE_ONCE(ldev->state, LD_RUNDOWN);
-	shim_unlock_for_bind(ldev);
+		WRITE_ONCE(ldev->state, LOOP_DEV_RUNDOWN);
+	loop_dev_unlock_for_bind(ldev);
 	if (now) {
-		shim_unbind(ldev, false);
-		shim_partitions_changed(ldev, true);
+		loop_dev_unbind(ldev, false);
+		loop_dev_partitions_changed(ldev, true);
 	}
 	return 0;
 }
 
-static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
-			  unsigned int fd)
+static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
+			      unsigned int fd)
 {
 	struct file *file = fget(fd);
 	struct file *old;
@@ -1501,14 +1527,14 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 
 	if (!file)
 		return -EBADF;
-	err = shim_check_file_ops(file);
+	err = loop_dev_check_file_ops(file);
 	if (err)
 		goto out_putf;
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out_putf;
 	err = -ENXIO;
-	if (ldev->state != LD_BOUND)
+	if (ldev->state != LOOP_DEV_BOUND)
 		goto out_unlock;
 	/* Only a read-only device may switch its backing file. */
 	err = -EINVAL;
@@ -1518,33 +1544,33 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	 * Requests in flight may wait on the old file for good: wait for
 	 * them before, not while, holding the chain lock.
 	 */
-	err = shim_freeze_killable(ldev->disk->queue);
+	err = loop_dev_freeze_killable(ldev->disk->queue);
 	if (err)
 		goto out_unlock;
-	err = mutex_lock_killable(&ldev_chain_lock);
+	err = mutex_lock_killable(&loop_dev_chain_lock);
 	if (err)
 		goto out_unfreeze;
-	err = shim_may_back(ldev, bdev, file, ldev->flags);
+	err = loop_dev_may_back(ldev, bdev, file, ldev->flags);
 	old = ldev->file;
-	if (!err && shim_size(ldev->offset, ldev->sizelimit, file) !=
-		    shim_size(ldev->offset, ldev->sizelimit, old))
+	if (!err && loop_dev_size(ldev->offset, ldev->sizelimit, file) !=
+		    loop_dev_size(ldev->offset, ldev->sizelimit, old))
 		err = -EINVAL;
 	if (err) {
-		mutex_unlock(&ldev_chain_lock);
+		mutex_unlock(&loop_dev_chain_lock);
 		goto out_unfreeze;
 	}
-	shim_set_file(ldev, file);
-	mutex_unlock(&ldev_chain_lock);
+	loop_dev_set_file(ldev, file);
+	mutex_unlock(&loop_dev_chain_lock);
 
 	disk_force_media_change(ldev->disk);
-	shim_update_dio(ldev, ldev->use_dio);
+	loop_dev_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	mutex_unlock(&ldev->lock);
 
 	fput(old);
 	if (partscan)
-		shim_reread_partitions(ldev);
+		loop_dev_reread_partitions(ldev);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	return 0;
 
@@ -1557,8 +1583,8 @@ out_putf:
 	return err;
 }
 
-static int shim_set_status(struct loop_dev *ldev,
-			   const struct loop_info64 *info)
+static int loop_dev_set_status(struct loop_dev *ldev,
+			       const struct loop_info64 *info)
 {
 	struct block_device *whole = ldev->disk->part0;
 	bool partscan = false, charged = false;
@@ -1567,13 +1593,13 @@ static int shim_set_status(struct loop_dev *ldev,
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		return err;
-	if (ldev->state != LD_BOUND) {
+	if (ldev->state != LOOP_DEV_BOUND) {
 		err = -ENXIO;
 		goto out_unlock;
 	}
 	if ((info->lo_flags & LO_FLAGS_PARTSCAN) &&
 	    !(ldev->flags & LO_FLAGS_PARTSCAN)) {
-		err = shim_partscan_allowed(ldev) ?
+		err = loop_dev_partscan_allowed(ldev) ?
 		      ldev->ops->charge_partscan(ldev) : -EPERM;
 		if (err)
 			goto out_unlock;
@@ -1586,16 +1612,17 @@ static int shim_set_status(struct loop_dev *ldev,
 	}
 	blk_mq_freeze_queue(ldev->disk->queue);
 	prev = ldev->flags;
-	err = shim_status_from_info(ldev, info);
+	err = loop_dev_status_from_info(ldev, info);
 	if (err)
 		goto out_unfreeze;
 	/* AUTOCLEAR may be set or cleared, PARTSCAN only set. */
 	ldev->flags = (info->lo_flags & LOOP_SET_STATUS_SETTABLE_FLAGS) |
 		      (prev & ~LOOP_SET_STATUS_SETTABLE_FLAGS) |
 		      (prev & ~LOOP_SET_STATUS_CLEARABLE_FLAGS);
-	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit,
-					  ldev->file));
-	shim_update_dio(ldev, ldev->use_dio);
+	loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
+						  ldev->sizelimit,
+						  ldev->file));
+	loop_dev_update_dio(ldev, ldev->use_dio);
 	if ((ldev->flags & LO_FLAGS_PARTSCAN) && !(prev & LO_FLAGS_PARTSCAN)) {
 		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 		partscan = true;
@@ -1607,11 +1634,11 @@ out_unfreeze:
 out_unlock:
 	mutex_unlock(&ldev->lock);
 	if (partscan)
-		shim_reread_partitions(ldev);
+		loop_dev_reread_partitions(ldev);
 	return err;
 }
 
-static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
+static int loop_dev_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 {
 	struct kstat stat;
 	struct path path;
@@ -1620,7 +1647,7 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 	ret = mutex_lock_killable(&ldev->lock);
 	if (ret)
 		return ret;
-	if (ldev->state != LD_BOUND) {
+	if (ldev->state != LOOP_DEV_BOUND) {
 		mutex_unlock(&ldev->lock);
 		return -ENXIO;
 	}
@@ -1650,7 +1677,7 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
  * loop_info64 but for the file name, so one copy serves every direction.
  * TO_OLD is -EOVERFLOW when a value does not fit.
  */
-#define SHIM_INFO_COPY(dst, src) do {					\
+#define LOOP_DEV_INFO_COPY(dst, src) do {				\
 	typeof(dst) d_ = (dst);						\
 	typeof(src) s_ = (src);						\
 									\
@@ -1663,19 +1690,19 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 	d_->lo_flags = s_->lo_flags;					\
 } while (0)
 
-#define SHIM_INFO_FROM_OLD(info, old) do {				\
+#define LOOP_DEV_INFO_FROM_OLD(info, old) do {				\
 	typeof(info) i_ = (info);					\
 	typeof(old) o_ = (old);						\
 									\
-	SHIM_INFO_COPY(i_, o_);						\
+	LOOP_DEV_INFO_COPY(i_, o_);					\
 	memcpy(i_->lo_file_name, o_->lo_name, LO_NAME_SIZE);		\
 } while (0)
 
-#define SHIM_INFO_TO_OLD(old, info) ({					\
+#define LOOP_DEV_INFO_TO_OLD(old, info) ({				\
 	typeof(old) o_ = (old);						\
 	typeof(info) i_ = (info);					\
 									\
-	SHIM_INFO_COPY(o_, i_);						\
+	LOOP_DEV_INFO_COPY(o_, i_);					\
 	memcpy(o_->lo_name, i_->lo_file_name, LO_NAME_SIZE);		\
 	(o_->lo_device != i_->lo_device ||				\
 	 o_->lo_rdevice != i_->lo_rdevice ||				\
@@ -1689,7 +1716,7 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
  * its low 32 bits, 0 meaning the default, and the limits commit rejects
  * the rest.
  */
-static int shim_block_size_arg(unsigned long arg, unsigned int *bsize)
+static int loop_dev_block_size_arg(unsigned long arg, unsigned int *bsize)
 {
 	*bsize = (unsigned int)arg;
 	if (COMPAT_HAVE_QUEUE_LIMITS)
@@ -1697,43 +1724,43 @@ static int shim_block_size_arg(unsigned long arg, unsigned int *bsize)
 	return blk_validate_block_size(arg);
 }
 
-static int shim_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
-			       struct block_device *bdev, unsigned long arg)
+static int loop_dev_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
+				   struct block_device *bdev, unsigned long arg)
 {
 	unsigned int bsize;
 	int err;
 
 	if (!(mode & BLK_OPEN_EXCL)) {
-		err = bd_prepare_to_claim(bdev, shim_set_block_size, NULL);
+		err = bd_prepare_to_claim(bdev, loop_dev_set_block_size, NULL);
 		if (err)
 			return err;
 	}
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out_claim;
-	if (ldev->state != LD_BOUND) {
+	if (ldev->state != LOOP_DEV_BOUND) {
 		err = -ENXIO;
 		goto out_unlock;
 	}
-	err = shim_block_size_arg(arg, &bsize);
+	err = loop_dev_block_size_arg(arg, &bsize);
 	if (err || queue_logical_block_size(ldev->disk->queue) == bsize)
 		goto out_unlock;
 	sync_blockdev(ldev->disk->part0);
 	invalidate_bdev(ldev->disk->part0);
 	blk_mq_freeze_queue(ldev->disk->queue);
-	err = shim_apply_limits(ldev, bsize);
-	shim_update_dio(ldev, ldev->use_dio);
+	err = loop_dev_apply_limits(ldev, bsize);
+	loop_dev_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 out_unlock:
 	mutex_unlock(&ldev->lock);
 out_claim:
 	if (!(mode & BLK_OPEN_EXCL))
-		bd_abort_claiming(bdev, shim_set_block_size);
+		bd_abort_claiming(bdev, loop_dev_set_block_size);
 	return err;
 }
 
-static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
-			     unsigned long arg)
+static int loop_dev_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
+				 unsigned long arg)
 {
 	int err = mutex_lock_killable(&ldev->lock);
 
@@ -1741,14 +1768,15 @@ static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
 		return err;
 	if (cmd != LOOP_SET_CAPACITY && cmd != LOOP_SET_DIRECT_IO) {
 		err = -EINVAL;
-	} else if (ldev->state != LD_BOUND) {
+	} else if (ldev->state != LOOP_DEV_BOUND) {
 		err = -ENXIO;
 	} else if (cmd == LOOP_SET_CAPACITY) {
-		shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit,
-						  ldev->file));
+		loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
+							  ldev->sizelimit,
+							  ldev->file));
 	} else {
 		blk_mq_freeze_queue(ldev->disk->queue);
-		shim_update_dio(ldev, !!arg);
+		loop_dev_update_dio(ldev, !!arg);
 		blk_mq_unfreeze_queue(ldev->disk->queue);
 		if (ldev->use_dio != !!arg)
 			err = -EINVAL;
@@ -1761,14 +1789,14 @@ static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
  * What the in-tree driver allows to CAP_SYS_ADMIN in the initial user
  * namespace, loopfs allows to CAP_SYS_ADMIN in the instance's namespace.
  */
-static bool shim_may_admin(struct loop_dev *ldev, blk_mode_t mode)
+static bool loop_dev_may_admin(struct loop_dev *ldev, blk_mode_t mode)
 {
 	return (mode & BLK_OPEN_WRITE) ||
 	       ns_capable(ldev->user_ns, CAP_SYS_ADMIN);
 }
 
-static int shim_ioctl(struct block_device *bdev, blk_mode_t mode,
-		      unsigned int cmd, unsigned long arg)
+static int loop_dev_ioctl(struct block_device *bdev, blk_mode_t mode,
+			  unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
 	void __user *argp = (void __user *)arg;
@@ -1781,55 +1809,55 @@ static int shim_ioctl(struct block_device *bdev, blk_mode_t mode,
 	case LOOP_SET_FD:
 		memset(&config, 0, sizeof(config));
 		config.fd = arg;
-		return shim_configure(ldev, mode, bdev, &config);
+		return loop_dev_configure(ldev, mode, bdev, &config);
 	case LOOP_CONFIGURE:
 		if (copy_from_user(&config, argp, sizeof(config)))
 			return -EFAULT;
-		return shim_configure(ldev, mode, bdev, &config);
+		return loop_dev_configure(ldev, mode, bdev, &config);
 	case LOOP_CHANGE_FD:
-		return shim_change_fd(ldev, bdev, arg);
+		return loop_dev_change_fd(ldev, bdev, arg);
 	case LOOP_CLR_FD:
-		return shim_clr_fd(ldev);
+		return loop_dev_clr_fd(ldev);
 	case LOOP_SET_STATUS:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
 		if (copy_from_user(&old, argp, sizeof(old)))
 			return -EFAULT;
-		SHIM_INFO_FROM_OLD(&info, &old);
-		return shim_set_status(ldev, &info);
+		LOOP_DEV_INFO_FROM_OLD(&info, &old);
+		return loop_dev_set_status(ldev, &info);
 	case LOOP_SET_STATUS64:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
 		if (copy_from_user(&info, argp, sizeof(info)))
 			return -EFAULT;
-		return shim_set_status(ldev, &info);
+		return loop_dev_set_status(ldev, &info);
 	case LOOP_GET_STATUS:
 		if (!argp)
 			return -EINVAL;
-		err = shim_get_status(ldev, &info);
+		err = loop_dev_get_status(ldev, &info);
 		if (!err)
-			err = SHIM_INFO_TO_OLD(&old, &info);
+			err = LOOP_DEV_INFO_TO_OLD(&old, &info);
 		if (!err && copy_to_user(argp, &old, sizeof(old)))
 			err = -EFAULT;
 		return err;
 	case LOOP_GET_STATUS64:
 		if (!argp)
 			return -EINVAL;
-		err = shim_get_status(ldev, &info);
+		err = loop_dev_get_status(ldev, &info);
 		if (!err && copy_to_user(argp, &info, sizeof(info)))
 			err = -EFAULT;
 		return err;
 	case LOOP_SET_BLOCK_SIZE:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
-		return shim_set_block_size(ldev, mode, bdev, arg);
+		return loop_dev_set_block_size(ldev, mode, bdev, arg);
 	case LOOP_SET_CAPACITY:
 	case LOOP_SET_DIRECT_IO:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
 		fallthrough;
 	default:
-		return shim_simple_ioctl(ldev, cmd, arg);
+		return loop_dev_simple_ioctl(ldev, cmd, arg);
 	}
 }
 
@@ -1850,8 +1878,8 @@ struct compat_loop_info {
 	char		reserved[4];
 };
 
-static int shim_compat_get_status(struct loop_dev *ldev,
-				  struct compat_loop_info __user *arg)
+static int loop_dev_get_status_compat(struct loop_dev *ldev,
+				      struct compat_loop_info __user *arg)
 {
 	struct compat_loop_info c;
 	struct loop_info64 info;
@@ -1859,39 +1887,39 @@ static int shim_compat_get_status(struct loop_dev *ldev,
 
 	if (!arg)
 		return -EINVAL;
-	err = shim_get_status(ldev, &info);
+	err = loop_dev_get_status(ldev, &info);
 	if (err)
 		return err;
-	err = SHIM_INFO_TO_OLD(&c, &info);
+	err = LOOP_DEV_INFO_TO_OLD(&c, &info);
 	if (err)
 		return err;
 	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
 }
 
-static int shim_compat_set_status(struct loop_dev *ldev,
-				  struct compat_loop_info __user *arg)
+static int loop_dev_set_status_compat(struct loop_dev *ldev,
+				      struct compat_loop_info __user *arg)
 {
 	struct compat_loop_info c;
 	struct loop_info64 info;
 
 	if (copy_from_user(&c, arg, sizeof(c)))
 		return -EFAULT;
-	SHIM_INFO_FROM_OLD(&info, &c);
-	return shim_set_status(ldev, &info);
+	LOOP_DEV_INFO_FROM_OLD(&info, &c);
+	return loop_dev_set_status(ldev, &info);
 }
 
-static int shim_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
-			     unsigned int cmd, unsigned long arg)
+static int loop_dev_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
+				 unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
 
 	switch (cmd) {
 	case LOOP_SET_STATUS:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
-		return shim_compat_set_status(ldev, compat_ptr(arg));
+		return loop_dev_set_status_compat(ldev, compat_ptr(arg));
 	case LOOP_GET_STATUS:
-		return shim_compat_get_status(ldev, compat_ptr(arg));
+		return loop_dev_get_status_compat(ldev, compat_ptr(arg));
 	case LOOP_SET_CAPACITY:
 	case LOOP_CLR_FD:
 	case LOOP_GET_STATUS64:
@@ -1903,7 +1931,7 @@ static int shim_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
 	case LOOP_CHANGE_FD:
 	case LOOP_SET_BLOCK_SIZE:
 	case LOOP_SET_DIRECT_IO:
-		return shim_ioctl(bdev, mode, cmd, arg);
+		return loop_dev_ioctl(bdev, mode, cmd, arg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -1912,23 +1940,23 @@ static int shim_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
 
 /* ---- open, release and lifetime ---- */
 
-static int shim_open(struct gendisk *disk, blk_mode_t mode)
+static int loop_dev_open(struct gendisk *disk, blk_mode_t mode)
 {
 	struct loop_dev *ldev = disk->private_data;
 	int err = mutex_lock_killable(&ldev->lock);
 
 	if (err)
 		return err;
-	if (ldev->state == LD_DELETING || ldev->state == LD_RUNDOWN)
+	if (ldev->state == LOOP_DEV_DELETING || ldev->state == LOOP_DEV_RUNDOWN)
 		err = -ENXIO;
 	mutex_unlock(&ldev->lock);
 	return err;
 }
 
-COMPAT_BDOPS_OPEN(shim_open)
+COMPAT_BDOPS_OPEN(loop_dev_open)
 
 /* Called by the block layer with disk->open_mutex held. */
-static void shim_release(struct gendisk *disk)
+static void loop_dev_release(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
 	bool clear, destroy;
@@ -1936,77 +1964,77 @@ static void shim_release(struct gendisk *disk)
 	if (disk_openers(disk) > 0)
 		return;
 	mutex_lock(&ldev->lock);
-	clear = ldev->state == LD_BOUND &&
+	clear = ldev->state == LOOP_DEV_BOUND &&
 		((ldev->flags & LO_FLAGS_AUTOCLEAR) || ldev->orphan);
 	if (clear)
-		WRITE_ONCE(ldev->state, LD_RUNDOWN);
+		WRITE_ONCE(ldev->state, LOOP_DEV_RUNDOWN);
 	destroy = ldev->orphan;
 	if (destroy && !clear)
-		WRITE_ONCE(ldev->state, LD_DELETING);
+		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 
 	if (clear)
-		shim_unbind(ldev, true);
+		loop_dev_unbind(ldev, true);
 	/* del_gendisk() cannot run under open_mutex: leave it to a worker. */
 	if (destroy)
-		queue_work(shim_wq, &ldev->destroy_work);
+		queue_work(loop_dev_destroy_wq, &ldev->destroy_work);
 	else if (clear)
-		shim_partitions_changed(ldev, false);
+		loop_dev_partitions_changed(ldev, false);
 }
 
-COMPAT_BDOPS_RELEASE(shim_release)
+COMPAT_BDOPS_RELEASE(loop_dev_release)
 
-static void shim_free_rcu(struct rcu_head *head)
+static void loop_dev_free_rcu(struct rcu_head *head)
 {
 	kfree(container_of(head, struct loop_dev, free_rcu));
-	if (atomic_dec_and_test(&shim_live_devices))
-		wake_up(&shim_gone_wait);
+	if (atomic_dec_and_test(&loop_dev_live))
+		wake_up(&loop_dev_gone_wait);
 }
 
-static void shim_free_disk(struct gendisk *disk)
+static void loop_dev_free_disk(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
 
 	/* A worker may still be leaving after ending the last request. */
 	destroy_workqueue(ldev->wq);
 	blk_mq_free_tag_set(&ldev->tag_set);
-	ida_free(&shim_minor_ida, ldev->minor_id);
+	ida_free(&loop_dev_minor_ida, ldev->minor_id);
 	ldev->ops->released(ldev);
 	mutex_destroy(&ldev->lock);
 	/*
 	 * The unload waiter must not run before this function is done with
 	 * module text: the count drops in an RCU callback, after a grace
-	 * period, and loop_shim_exit() waits for the callback to return.
+	 * period, and loop_dev_exit() waits for the callback to return.
 	 */
-	call_rcu(&ldev->free_rcu, shim_free_rcu);
+	call_rcu(&ldev->free_rcu, loop_dev_free_rcu);
 }
 
-static const struct block_device_operations shim_fops = {
+static const struct block_device_operations loop_dev_fops = {
 	.owner		= THIS_MODULE,
-	.open		= compat_bdops_open(shim_open),
-	.release	= compat_bdops_release(shim_release),
-	.ioctl		= shim_ioctl,
+	.open		= compat_bdops_open(loop_dev_open),
+	.release	= compat_bdops_release(loop_dev_release),
+	.ioctl		= loop_dev_ioctl,
 #ifdef CONFIG_COMPAT
-	.compat_ioctl	= shim_compat_ioctl,
+	.compat_ioctl	= loop_dev_compat_ioctl,
 #endif
-	.free_disk	= shim_free_disk,
+	.free_disk	= loop_dev_free_disk,
 };
 
-static void shim_destroy_workfn(struct work_struct *work)
+static void loop_dev_destroy_workfn(struct work_struct *work)
 {
 	loop_dev_destroy(container_of(work, struct loop_dev, destroy_work));
 }
 
-static int shim_init_tag_set(struct loop_dev *ldev)
+static int loop_dev_init_tag_set(struct loop_dev *ldev)
 {
 	struct blk_mq_tag_set *set = &ldev->tag_set;
 
-	set->ops = &shim_mq_ops;
+	set->ops = &loop_dev_mq_ops;
 	set->nr_hw_queues = min_t(unsigned int, num_online_cpus(),
-				  SHIM_MAX_HW_QUEUES);
-	set->queue_depth = SHIM_QUEUE_DEPTH;
+				  LOOP_DEV_MAX_HW_QUEUES);
+	set->queue_depth = LOOP_DEV_QUEUE_DEPTH;
 	set->numa_node = NUMA_NO_NODE;
-	set->cmd_size = sizeof(struct shim_cmd);
+	set->cmd_size = sizeof(struct loop_dev_cmd);
 	/* BLOCKING: inline service may sleep in the page cache. */
 	set->flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING |
 		     BLK_MQ_F_STACKING | BLK_MQ_F_NO_SCHED_BY_DEFAULT;
@@ -2024,51 +2052,51 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	if (!ldev)
 		return ERR_PTR(-ENOMEM);
 	ldev->number = cfg->number;
-	ldev->serial = atomic_long_inc_return(&shim_serial);
+	ldev->serial = atomic_long_inc_return(&loop_dev_last_serial);
 	ldev->user_ns = cfg->user_ns;
 	ldev->uid = cfg->uid;
 	ldev->gid = cfg->gid;
 	ldev->ops = cfg->ops;
 	ldev->owner = cfg->owner;
-	ldev->state = LD_UNBOUND;
+	ldev->state = LOOP_DEV_UNBOUND;
 	mutex_init(&ldev->lock);
 	spin_lock_init(&ldev->file_lock);
-	INIT_WORK(&ldev->destroy_work, shim_destroy_workfn);
-	for (i = 0; i < SHIM_MAX_HW_QUEUES; i++) {
-		struct shim_queue *sq = &ldev->queues[i];
+	INIT_WORK(&ldev->destroy_work, loop_dev_destroy_workfn);
+	for (i = 0; i < LOOP_DEV_MAX_HW_QUEUES; i++) {
+		struct loop_dev_queue *lq = &ldev->queues[i];
 
-		spin_lock_init(&sq->lock);
-		INIT_LIST_HEAD(&sq->list);
-		INIT_WORK(&sq->work, shim_workfn);
-		sq->ldev = ldev;
-		sq->probe_every = SHIM_PROBE_MIN;
-		sq->probe_in = SHIM_PROBE_MIN;
+		spin_lock_init(&lq->lock);
+		INIT_LIST_HEAD(&lq->list);
+		INIT_WORK(&lq->work, loop_dev_workfn);
+		lq->ldev = ldev;
+		lq->probe_every = LOOP_DEV_PROBE_MIN;
+		lq->probe_in = LOOP_DEV_PROBE_MIN;
 	}
 
 	ldev->wq = alloc_workqueue("%s", WQ_UNBOUND | WQ_FREEZABLE, 0,
 				   cfg->disk_name);
 	if (!ldev->wq)
 		goto out_free;
-	ldev->minor_id = ida_alloc_max(&shim_minor_ida,
-				       (MINORMASK + 1) / SHIM_MINORS - 1,
+	ldev->minor_id = ida_alloc_max(&loop_dev_minor_ida,
+				       (MINORMASK + 1) / LOOP_DEV_MINORS - 1,
 				       GFP_KERNEL);
 	if (ldev->minor_id < 0) {
 		err = ldev->minor_id == -ENOSPC ? -ENOSPC : -ENOMEM;
 		goto out_wq;
 	}
-	err = shim_init_tag_set(ldev);
+	err = loop_dev_init_tag_set(ldev);
 	if (err)
 		goto out_minor;
-	disk = compat_alloc_disk(&ldev->tag_set, ldev, SHIM_MAX_HW_SECTORS);
+	disk = compat_alloc_disk(&ldev->tag_set, ldev, LOOP_DEV_MAX_HW_SECTORS);
 	if (IS_ERR(disk)) {
 		err = PTR_ERR(disk);
 		goto out_tags;
 	}
 	ldev->disk = disk;
-	disk->major = shim_major;
-	disk->first_minor = ldev->minor_id * SHIM_MINORS;
-	disk->minors = SHIM_MINORS;
-	disk->fops = &shim_fops;
+	disk->major = loop_dev_major;
+	disk->first_minor = ldev->minor_id * LOOP_DEV_MINORS;
+	disk->minors = LOOP_DEV_MINORS;
+	disk->fops = &loop_dev_fops;
 	disk->private_data = ldev;
 	disk->events = DISK_EVENT_MEDIA_CHANGE;
 	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
@@ -2082,10 +2110,10 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	 * Host root may raise it in /sys/class/bdi/.
 	 */
 	disk->bdi->capabilities |= BDI_CAP_STRICTLIMIT;
-	bdi_set_max_ratio(disk->bdi, SHIM_MAX_DIRTY_RATIO);
+	bdi_set_max_ratio(disk->bdi, LOOP_DEV_MAX_DIRTY_RATIO);
 	strscpy(disk->disk_name, cfg->disk_name, DISK_NAME_LEN);
 
-	atomic_inc(&shim_live_devices);
+	atomic_inc(&loop_dev_live);
 	err = add_disk(disk);
 	if (err)
 		goto out_disk;
@@ -2106,12 +2134,12 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	return ldev;
 
 out_disk:
-	atomic_dec(&shim_live_devices);
+	atomic_dec(&loop_dev_live);
 	put_disk(disk);
 out_tags:
 	blk_mq_free_tag_set(&ldev->tag_set);
 out_minor:
-	ida_free(&shim_minor_ida, ldev->minor_id);
+	ida_free(&loop_dev_minor_ida, ldev->minor_id);
 out_wq:
 	destroy_workqueue(ldev->wq);
 out_free:
@@ -2136,13 +2164,13 @@ unsigned long loop_dev_serial(struct loop_dev *ldev)
 	return ldev->serial;
 }
 
-bool loop_shim_file_is(struct file *file, unsigned long serial, int partno)
+bool loop_dev_file_is(struct file *file, unsigned long serial, int partno)
 {
 	struct block_device *bdev = I_BDEV(file->f_mapping->host);
 	struct gendisk *disk = bdev->bd_disk;
 
 	/* The open file holds the disk: private_data is valid. */
-	if (disk->fops != &shim_fops)
+	if (disk->fops != &loop_dev_fops)
 		return false;
 	return ((struct loop_dev *)disk->private_data)->serial == serial &&
 	       bdev_partno(bdev) == partno;
@@ -2150,7 +2178,7 @@ bool loop_shim_file_is(struct file *file, unsigned long serial, int partno)
 
 bool loop_dev_is_unbound(struct loop_dev *ldev)
 {
-	return READ_ONCE(ldev->state) == LD_UNBOUND;
+	return READ_ONCE(ldev->state) == LOOP_DEV_UNBOUND;
 }
 
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
@@ -2181,10 +2209,10 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out;
-	if (ldev->state != LD_UNBOUND || disk_openers(ldev->disk) > 0)
+	if (ldev->state != LOOP_DEV_UNBOUND || disk_openers(ldev->disk) > 0)
 		err = -EBUSY;
 	else
-		WRITE_ONCE(ldev->state, LD_DELETING);
+		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 out:
 	mutex_unlock(&ldev->disk->open_mutex);
@@ -2193,7 +2221,7 @@ out:
 
 ALLOW_ERROR_INJECTION(loop_dev_claim_for_removal, ERRNO);
 
-/* The device is LD_DELETING. The rest happens in shim_free_disk(). */
+/* The device is LOOP_DEV_DELETING. The rest happens in loop_dev_free_disk(). */
 void loop_dev_destroy(struct loop_dev *ldev)
 {
 	del_gendisk(ldev->disk);
@@ -2210,9 +2238,9 @@ void loop_dev_discard(struct loop_dev *ldev)
 	bool now;
 
 	mutex_lock(&ldev->lock);
-	now = ldev->state == LD_UNBOUND;
+	now = ldev->state == LOOP_DEV_UNBOUND;
 	if (now)
-		WRITE_ONCE(ldev->state, LD_DELETING);
+		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 	if (now)
 		loop_dev_destroy(ldev);
@@ -2228,39 +2256,41 @@ void loop_dev_orphan(struct loop_dev *ldev)
 	mutex_lock(&ldev->lock);
 	WRITE_ONCE(ldev->orphan, true);
 	if (!disk_openers(ldev->disk)) {
-		unbind = ldev->state == LD_BOUND;
+		unbind = ldev->state == LOOP_DEV_BOUND;
 		destroy = true;
-		WRITE_ONCE(ldev->state, unbind ? LD_RUNDOWN : LD_DELETING);
+		WRITE_ONCE(ldev->state,
+			   unbind ? LOOP_DEV_RUNDOWN : LOOP_DEV_DELETING);
 	}
 	mutex_unlock(&ldev->lock);
 	if (unbind)
-		shim_unbind(ldev, true);
+		loop_dev_unbind(ldev, true);
 	mutex_unlock(&ldev->disk->open_mutex);
 	if (destroy)
 		loop_dev_destroy(ldev);
 }
 
-int loop_shim_init(void)
+int loop_dev_init(void)
 {
-	shim_wq = alloc_workqueue("loopfs", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	if (!shim_wq)
+	loop_dev_destroy_wq = alloc_workqueue("loopfs",
+					      WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!loop_dev_destroy_wq)
 		return -ENOMEM;
-	shim_major = register_blkdev(0, "loopfs");
-	if (shim_major < 0) {
-		destroy_workqueue(shim_wq);
-		return shim_major;
+	loop_dev_major = register_blkdev(0, "loopfs");
+	if (loop_dev_major < 0) {
+		destroy_workqueue(loop_dev_destroy_wq);
+		return loop_dev_major;
 	}
 	return 0;
 }
 
-void loop_shim_exit(void)
+void loop_dev_exit(void)
 {
 	/* Devices orphaned at their last close may still be on their way. */
-	flush_workqueue(shim_wq);
-	wait_event(shim_gone_wait, !atomic_read(&shim_live_devices));
-	/* The last shim_free_rcu() may still be returning from wake_up(). */
+	flush_workqueue(loop_dev_destroy_wq);
+	wait_event(loop_dev_gone_wait, !atomic_read(&loop_dev_live));
+	/* The last loop_dev_free_rcu() may still return from wake_up(). */
 	rcu_barrier();
-	unregister_blkdev(shim_major, "loopfs");
-	destroy_workqueue(shim_wq);
-	ida_destroy(&shim_minor_ida);
+	unregister_blkdev(loop_dev_major, "loopfs");
+	destroy_workqueue(loop_dev_destroy_wq);
+	ida_destroy(&loop_dev_minor_ida);
 }

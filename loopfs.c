@@ -17,8 +17,8 @@
  * fail_function can fail each of them in turn (tests/debug/faults.sh).
  *
  * Lock order: root directory inode lock -> instance->lock -> view
- * directory inode lock (a child of the root's) -> (loop_shim's locks) ;
- * loopfs_limits_lock is innermost.
+ * directory inode lock (a child of the root's) -> (the block driver's
+ * locks); loopfs_limits_lock is innermost.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
@@ -119,7 +119,7 @@ static int loopfs_blk_open(struct inode *inode, struct file *file)
 	err = loopfs_def_blk_fops->open(inode, file);
 	if (err)
 		return err;
-	if (loop_shim_file_is(file, ident >> 8, ident & 0xff))
+	if (loop_dev_file_is(file, ident >> 8, ident & 0xff))
 		return 0;
 	loopfs_def_blk_fops->release(inode, file);
 	return -ENXIO;
@@ -251,10 +251,10 @@ static void loopfs_sync_partitions(struct super_block *sb,
 	int last, p;
 
 	loopfs_assert_locked(sb);
-	devts = kcalloc(LOOP_SHIM_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
+	devts = kcalloc(LOOP_DEV_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
 	if (!devts)
 		return;
-	last = loop_dev_partitions(dev->ldev, devts, LOOP_SHIM_MAX_PARTS);
+	last = loop_dev_partitions(dev->ldev, devts, LOOP_DEV_MAX_PARTS);
 	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
 		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT,
 			 dev->index, p);
@@ -1001,12 +1001,12 @@ static int __init loopfs_init(void)
 	err = alloc_chrdev_region(&loopfs_ctl_devt, 0, 1, "loopfs-control");
 	if (err)
 		goto out_wq;
-	err = loop_shim_init();
+	err = loop_dev_init();
 	if (err)
 		goto out_chrdev;
 	err = loopfs_limits_init();
 	if (err)
-		goto out_shim;
+		goto out_blockdev;
 	err = register_filesystem(&loopfs_fs_type);
 	if (err)
 		goto out_limits;
@@ -1014,8 +1014,8 @@ static int __init loopfs_init(void)
 
 out_limits:
 	loopfs_limits_exit();
-out_shim:
-	loop_shim_exit();
+out_blockdev:
+	loop_dev_exit();
 out_chrdev:
 	unregister_chrdev_region(loopfs_ctl_devt, 1);
 out_wq:
@@ -1028,7 +1028,7 @@ static void __exit loopfs_exit(void)
 	unregister_filesystem(&loopfs_fs_type);
 	/* Node syncs hold instance references that devices may need. */
 	flush_workqueue(loopfs_wq);
-	loop_shim_exit();
+	loop_dev_exit();
 	loopfs_limits_exit();
 	unregister_chrdev_region(loopfs_ctl_devt, 1);
 	destroy_workqueue(loopfs_wq);
