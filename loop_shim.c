@@ -1673,42 +1673,42 @@ static int loop_dev_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 }
 
 /*
- * struct loop_info and its 32-bit layout share field names with struct
- * loop_info64 but for the file name, so one copy serves every direction.
- * TO_OLD is -EOVERFLOW when a value does not fit.
+ * LOOP_SET_STATUS and LOOP_GET_STATUS pass struct loop_info, whose fields
+ * are narrower than those of struct loop_info64: as in-tree, a value it
+ * cannot hold fails LOOP_GET_STATUS with -EOVERFLOW.
  */
-#define LOOP_DEV_INFO_COPY(dst, src) do {				\
-	typeof(dst) d_ = (dst);						\
-	typeof(src) s_ = (src);						\
-									\
-	memset(d_, 0, sizeof(*d_));					\
-	d_->lo_number = s_->lo_number;					\
-	d_->lo_device = s_->lo_device;					\
-	d_->lo_inode = s_->lo_inode;					\
-	d_->lo_rdevice = s_->lo_rdevice;				\
-	d_->lo_offset = s_->lo_offset;					\
-	d_->lo_flags = s_->lo_flags;					\
-} while (0)
+static void loop_dev_info_from_old(const struct loop_info *old,
+				   struct loop_info64 *info)
+{
+	*info = (struct loop_info64) {
+		.lo_number	= old->lo_number,
+		.lo_device	= old->lo_device,
+		.lo_inode	= old->lo_inode,
+		.lo_rdevice	= old->lo_rdevice,
+		.lo_offset	= old->lo_offset,
+		.lo_flags	= old->lo_flags,
+	};
+	memcpy(info->lo_file_name, old->lo_name, LO_NAME_SIZE);
+}
 
-#define LOOP_DEV_INFO_FROM_OLD(info, old) do {				\
-	typeof(info) i_ = (info);					\
-	typeof(old) o_ = (old);						\
-									\
-	LOOP_DEV_INFO_COPY(i_, o_);					\
-	memcpy(i_->lo_file_name, o_->lo_name, LO_NAME_SIZE);		\
-} while (0)
-
-#define LOOP_DEV_INFO_TO_OLD(old, info) ({				\
-	typeof(old) o_ = (old);						\
-	typeof(info) i_ = (info);					\
-									\
-	LOOP_DEV_INFO_COPY(o_, i_);					\
-	memcpy(o_->lo_name, i_->lo_file_name, LO_NAME_SIZE);		\
-	(o_->lo_device != i_->lo_device ||				\
-	 o_->lo_rdevice != i_->lo_rdevice ||				\
-	 o_->lo_inode != i_->lo_inode ||				\
-	 o_->lo_offset != i_->lo_offset) ? -EOVERFLOW : 0;		\
-})
+static int loop_dev_info_to_old(const struct loop_info64 *info,
+				struct loop_info *old)
+{
+	memset(old, 0, sizeof(*old));
+	old->lo_number = info->lo_number;
+	old->lo_device = info->lo_device;
+	old->lo_inode = info->lo_inode;
+	old->lo_rdevice = info->lo_rdevice;
+	old->lo_offset = info->lo_offset;
+	old->lo_flags = info->lo_flags;
+	memcpy(old->lo_name, info->lo_file_name, LO_NAME_SIZE);
+	if (old->lo_device != info->lo_device ||
+	    old->lo_rdevice != info->lo_rdevice ||
+	    old->lo_inode != info->lo_inode ||
+	    old->lo_offset != info->lo_offset)
+		return -EOVERFLOW;
+	return 0;
+}
 
 /*
  * LOOP_SET_BLOCK_SIZE's argument, read as the running kernel's in-tree
@@ -1823,7 +1823,7 @@ static int loop_dev_ioctl(struct block_device *bdev, blk_mode_t mode,
 			return -EPERM;
 		if (copy_from_user(&old, argp, sizeof(old)))
 			return -EFAULT;
-		LOOP_DEV_INFO_FROM_OLD(&info, &old);
+		loop_dev_info_from_old(&old, &info);
 		return loop_dev_set_status(ldev, &info);
 	case LOOP_SET_STATUS64:
 		if (!loop_dev_may_admin(ldev, mode))
@@ -1836,7 +1836,7 @@ static int loop_dev_ioctl(struct block_device *bdev, blk_mode_t mode,
 			return -EINVAL;
 		err = loop_dev_get_status(ldev, &info);
 		if (!err)
-			err = LOOP_DEV_INFO_TO_OLD(&old, &info);
+			err = loop_dev_info_to_old(&info, &old);
 		if (!err && copy_to_user(argp, &old, sizeof(old)))
 			err = -EFAULT;
 		return err;
@@ -1878,10 +1878,54 @@ struct compat_loop_info {
 	char		reserved[4];
 };
 
+static int loop_dev_info_from_compat(const struct compat_loop_info __user *arg,
+				     struct loop_info64 *info)
+{
+	struct compat_loop_info c;
+
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	*info = (struct loop_info64) {
+		.lo_number	= c.lo_number,
+		.lo_device	= c.lo_device,
+		.lo_inode	= c.lo_inode,
+		.lo_rdevice	= c.lo_rdevice,
+		.lo_offset	= c.lo_offset,
+		.lo_flags	= c.lo_flags,
+	};
+	memcpy(info->lo_file_name, c.lo_name, LO_NAME_SIZE);
+	return 0;
+}
+
+static int loop_dev_info_to_compat(const struct loop_info64 *info,
+				   struct compat_loop_info __user *arg)
+{
+	struct compat_loop_info c;
+	struct loop_info old;
+	int err;
+
+	err = loop_dev_info_to_old(info, &old);
+	if (err)
+		return err;
+	memset(&c, 0, sizeof(c));
+	c.lo_number = old.lo_number;
+	c.lo_device = old.lo_device;
+	c.lo_inode = old.lo_inode;
+	c.lo_rdevice = old.lo_rdevice;
+	c.lo_offset = old.lo_offset;
+	c.lo_flags = old.lo_flags;
+	memcpy(c.lo_name, old.lo_name, LO_NAME_SIZE);
+	/* The 32-bit layout holds even less than the native one. */
+	if (c.lo_device != old.lo_device ||
+	    c.lo_rdevice != old.lo_rdevice ||
+	    c.lo_inode != old.lo_inode)
+		return -EOVERFLOW;
+	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
+}
+
 static int loop_dev_get_status_compat(struct loop_dev *ldev,
 				      struct compat_loop_info __user *arg)
 {
-	struct compat_loop_info c;
 	struct loop_info64 info;
 	int err;
 
@@ -1890,21 +1934,18 @@ static int loop_dev_get_status_compat(struct loop_dev *ldev,
 	err = loop_dev_get_status(ldev, &info);
 	if (err)
 		return err;
-	err = LOOP_DEV_INFO_TO_OLD(&c, &info);
-	if (err)
-		return err;
-	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
+	return loop_dev_info_to_compat(&info, arg);
 }
 
 static int loop_dev_set_status_compat(struct loop_dev *ldev,
 				      struct compat_loop_info __user *arg)
 {
-	struct compat_loop_info c;
 	struct loop_info64 info;
+	int err;
 
-	if (copy_from_user(&c, arg, sizeof(c)))
-		return -EFAULT;
-	LOOP_DEV_INFO_FROM_OLD(&info, &c);
+	err = loop_dev_info_from_compat(arg, &info);
+	if (err)
+		return err;
 	return loop_dev_set_status(ldev, &info);
 }
 
