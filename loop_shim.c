@@ -936,6 +936,25 @@ static int loop_dev_check_file_ops(struct file *file)
 }
 
 /*
+ * The file @fd names, for LOOP_CONFIGURE (LOOP_SET_FD) or LOOP_CHANGE_FD,
+ * if the device can do its I/O through it; an ERR_PTR() if not.
+ */
+static struct file *loop_dev_fget_backing(unsigned int fd)
+{
+	struct file *file = fget(fd);
+	int err;
+
+	if (!file)
+		return ERR_PTR(-EBADF);
+	err = loop_dev_check_file_ops(file);
+	if (err) {
+		fput(file);
+		return ERR_PTR(err);
+	}
+	return file;
+}
+
+/*
  * May @file back @ldev, opened as @bdev, with @flags? The same checks for
  * a first bind and for LOOP_CHANGE_FD, in the in-tree driver's order: the
  * chain of backing files, the owner's policy, then the flags.
@@ -1337,15 +1356,13 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 			      struct block_device *bdev,
 			      const struct loop_config *config)
 {
-	struct file *file = fget(config->fd);
+	struct file *file;
 	bool partscan;
 	int err;
 
-	if (!file)
-		return -EBADF;
-	err = loop_dev_check_file_ops(file);
-	if (err)
-		goto out_putf;
+	file = loop_dev_fget_backing(config->fd);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
 	/*
 	 * Direct I/O starts with a sync of the file, which may wait on its
 	 * filesystem for good: done here, before any lock is taken.
@@ -1520,16 +1537,13 @@ static int loop_dev_clr_fd(struct loop_dev *ldev)
 static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 			      unsigned int fd)
 {
-	struct file *file = fget(fd);
-	struct file *old;
+	struct file *file, *old;
 	bool partscan;
 	int err;
 
-	if (!file)
-		return -EBADF;
-	err = loop_dev_check_file_ops(file);
-	if (err)
-		goto out_putf;
+	file = loop_dev_fget_backing(fd);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out_putf;
