@@ -1417,14 +1417,12 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 	loop_dev_set_file(ldev, file);
 	ldev->use_dio = false;
 	err = loop_dev_apply_limits(ldev, config->block_size);
-	if (!err)
-		__loop_dev_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
-				      false);
 	if (err) {
 		loop_dev_set_file(ldev, NULL);
 		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 		goto out_uncharge;
 	}
+	__loop_dev_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO, false);
 	loop_dev_sysfs_add(ldev);
 	loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
 						  ldev->sizelimit, file));
