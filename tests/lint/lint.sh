@@ -13,7 +13,7 @@ src=$(cd "$here/../.." && pwd)
 out=$src/.build/lint
 tarball=/usr/src/linux-source-6.1.tar.xz
 tarball_612=/usr/src/linux-source-6.12.tar.xz
-sources=(loopfs.c loopfs_fs.c limits.c loopfs_limits.h loopfs.h loopfs_abi.h loop_shim.c loop_shim.h compat.h)
+sources=(loopfs.c loopfs_fs.c limits.c loopfs_limits.h loopfs.h loopfs_abi.h loop_shim.c loop_shim_io.c loop_shim_internal.h loop_shim.h compat.h)
 mkdir -p "$out"
 
 kvers=$("$src/tests/harness/kvers.sh" all)
