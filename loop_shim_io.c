@@ -1,12 +1,47 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * loop_shim data path: a request is served inline from ->queue_rq when
- * that cannot block on I/O (IOCB_NOWAIT on files that support it, or a
- * tmpfs file) and pays off (see loop_dev_may_serve_inline()), else queued
- * to its hardware queue's worker, which drains the list under one plug.
- * Direct-I/O mode submits async kiocbs. Per-request state lives in the
- * blk-mq pdu. Nothing here takes a device's locks: configuration changes
- * freeze the queue, and binding publishes the state last.
+ * loop_shim data path: blk-mq requests served through the backing file.
+ * Per-request state lives in the blk-mq pdu. Nothing here takes a device's
+ * locks: configuration changes freeze the queue, and binding publishes the
+ * state last.
+ *
+ * Inline or worker. ->queue_rq serves a read or write itself, in the
+ * submitter's context, only when all of these hold:
+ *  - the device's I/O mode allows it (loop_dev_pick_io_mode()): a tmpfs
+ *    file, whose data is in memory (LOOP_DEV_IO_INLINE), or a file that
+ *    takes IOCB_NOWAIT (LOOP_DEV_IO_NOWAIT); never a block device;
+ *  - the submitter is no kernel thread, which submits for others whose
+ *    cgroups the worker charges;
+ *  - the request is the last of its dispatch batch (the worker takes the
+ *    others, so another CPU moves data meanwhile), and no request of its
+ *    hardware queue waits for the worker (they would be overtaken);
+ *  - for LOOP_DEV_IO_NOWAIT, no other request of the queue is in flight:
+ *    at depth the worker, under one plug, hands the backing device whole
+ *    batches where inline service would kick it once per request;
+ *  - for LOOP_DEV_IO_INLINE, loop_dev_copy_inline() says so: inline,
+ *    unless the submitter streams and the worker has room, or a probe is
+ *    due.
+ * Everything else goes to the hardware queue's worker, and so does an
+ * inline attempt that IOCB_NOWAIT refuses (-EAGAIN, -EOPNOTSUPP, -EINVAL):
+ * never an I/O error. The worker drains its queue's list under one plug;
+ * direct-I/O mode submits async kiocbs and ends requests from their
+ * completion.
+ *
+ * The counters of struct loop_dev_queue show where requests go: inflight
+ * (started, not ended) and deferred (of those, with the worker) are exact;
+ * arrivals (tmpfs requests queued), waits, streaming, probe_in and
+ * probe_every judge the submitter. Those five are hints, read and written
+ * without locks by the submitter and the worker: a stale one can only
+ * send a request the other way, and either way it is ended exactly once
+ * (loop_dev_end_request()).
+ *
+ * A tmpfs request is a memory copy: inline it costs far less than a
+ * hand-off, which is all a submitter waiting for each request can gain.
+ * One that keeps requests in flight gains a second CPU from the worker
+ * instead. Inline, every request ends before ->queue_rq returns, so the
+ * two look alike; now and then a request goes to the worker to find out
+ * (a probe). If requests arrive while it is there, the submitter streams.
+ * The numbers, each with its reason, follow the includes.
  */
 #include <linux/blk-cgroup.h>
 #include <linux/cred.h>
@@ -22,20 +57,44 @@
 #include "loop_shim_internal.h"
 
 /*
- * Spacing, in tmpfs requests, of hand-offs that probe for a streaming
- * submitter.
+ * A submitter not known to stream sends one request in LOOP_DEV_PROBE_MIN
+ * to the worker at first: one that streams at depth is found within its
+ * first batches, and one that waits pays a hand-off for no more than one
+ * request in sixteen while the spacing grows.
  */
 #define LOOP_DEV_PROBE_MIN	16
+/*
+ * Each probe that finds the submitter waiting doubles the spacing, up to
+ * one request in LOOP_DEV_PROBE_MAX: a submitter that always waits then
+ * pays a hand-off too rarely to measure, and one that starts streaming is
+ * still found within a fraction of a second at the rates of depth 1.
+ */
 #define LOOP_DEV_PROBE_MAX	4096
 /*
- * tmpfs requests a streaming submitter's worker holds at most, of requests
- * below and from LOOP_DEV_SPREAD_MIN bytes: see loop_dev_copy_inline().
+ * Hand-offs in a row during which nothing arrived, that end streaming.
+ * A streaming submitter waits too whenever its worker catches up with it,
+ * often with small requests, so one such hand-off proves nothing; a
+ * submitter that really stopped streaming pays for this many.
  */
-#define LOOP_DEV_STREAM_SMALL	4
-#define LOOP_DEV_STREAM_LARGE	2
-/* Hand-offs in a row that the submitter waited for, to stop streaming. */
 #define LOOP_DEV_STREAM_WAITS	16
-#define LOOP_DEV_SPREAD_MIN	SZ_64K
+/*
+ * From this size on a request is large: a hand-off costs more than the
+ * copy of a 4 KiB request but little next to that of 64 KiB, so from here
+ * on the copying is worth sharing between two CPUs.
+ */
+#define LOOP_DEV_LARGE_REQUEST	SZ_64K
+/*
+ * Requests a streaming submitter's worker holds at most; the submitter
+ * serves the rest itself. Large ones are mostly copying: with two, the
+ * worker has the next one ready when it ends one while the submitter
+ * copies as well. A small one costs the submitter's CPU about as much to
+ * submit and reap as to copy, so the worker takes more of them: four
+ * (handing it every one was measured slower). Either cap also bounds
+ * what a worker that falls behind (other submitters keep every CPU busy)
+ * holds up.
+ */
+#define LOOP_DEV_STREAM_LARGE	2
+#define LOOP_DEV_STREAM_SMALL	4
 
 static bool loop_dev_start_write(struct loop_dev_cmd *cmd, bool nowait)
 {
@@ -295,29 +354,26 @@ static int loop_dev_do_blocking(struct loop_dev *ldev, struct request *rq)
 	return ret;
 }
 
-/*
- * A request the worker served ended. If others came in meanwhile, the
- * submitter streams: keep feeding the worker. If none did, it waited for
- * this one. A streaming submitter also waits now and then, when the worker
- * has caught up with it, so only several such hand-offs in a row end
- * streaming; a probe that finds a waiting submitter makes the next one
- * come later.
- */
+/* A tmpfs request the worker served ended: judge its submitter. */
 static void loop_dev_handoff_ended(struct loop_dev_queue *lq,
 				   struct loop_dev_cmd *cmd)
 {
 	unsigned int waits;
 
+	/* Others came in while it was with the worker: it streams. */
 	if (READ_ONCE(lq->arrivals) != cmd->arrivals) {
 		WRITE_ONCE(lq->waits, 0);
 		WRITE_ONCE(lq->streaming, true);
 		WRITE_ONCE(lq->probe_every, LOOP_DEV_PROBE_MIN);
 		return;
 	}
+	/* None did: the submitter waited for this one. */
 	waits = READ_ONCE(lq->waits) + 1;
 	WRITE_ONCE(lq->waits, waits);
+	/* A streaming one whose worker caught up, as far as can be told. */
 	if (READ_ONCE(lq->streaming) && waits < LOOP_DEV_STREAM_WAITS)
 		return;
+	/* A waiting one: serve it inline, probe it half as often. */
 	WRITE_ONCE(lq->streaming, false);
 	if (lq->probe_every < LOOP_DEV_PROBE_MAX)
 		WRITE_ONCE(lq->probe_every, lq->probe_every * 2);
@@ -523,51 +579,45 @@ static int loop_dev_rw_inline(struct loop_dev *ldev, struct loop_dev_cmd *cmd)
 }
 
 /*
- * A tmpfs request is a memory copy: served inline it costs far less than
- * a hand-off, which is all a submitter waiting for each request can gain.
- * One that keeps requests in flight gains a second CPU instead. While it
- * streams, the worker gets a request whenever it holds fewer than
- * LOOP_DEV_STREAM_SMALL small or LOOP_DEV_STREAM_LARGE large ones, and the
- * submitter serves the others itself meanwhile. Small requests keep the
- * submitter's CPU busy submitting and reaping, so the worker takes most of
- * them, but only while nothing else wants the submitter's CPU: with other
- * submitters about, the hand-off's wakeups and switches cost more than the
- * copies they move (four jobs at depth 8 lost a third of their IOPS).
- * Large ones are mostly copying, which both CPUs share. Streaming and waiting
- * look alike from here (every request ends inline before the next comes
- * in), so now and then a request goes to the worker to find out; each
- * probe that finds a waiting submitter doubles the spacing of the next.
+ * Is a tmpfs request of a submitter not known to stream due to go to the
+ * worker as a probe? Counts down from probe_every.
  */
+static bool loop_dev_probe_due(struct loop_dev_queue *lq)
+{
+	unsigned int probe_in = READ_ONCE(lq->probe_in);
+
+	if (probe_in > 1) {
+		WRITE_ONCE(lq->probe_in, probe_in - 1);
+		return false;
+	}
+	WRITE_ONCE(lq->probe_in, READ_ONCE(lq->probe_every));
+	return true;
+}
+
+/* Serve this tmpfs request inline? See the top of this file. */
 static bool loop_dev_copy_inline(struct loop_dev_queue *lq, struct request *rq)
 {
 	int deferred = atomic_read(&lq->deferred);
-	unsigned int probe_in;
 
 	if (READ_ONCE(lq->streaming)) {
-		if (blk_rq_bytes(rq) >= LOOP_DEV_SPREAD_MIN)
+		/* The worker takes its share, the submitter the rest. */
+		if (blk_rq_bytes(rq) >= LOOP_DEV_LARGE_REQUEST)
 			return deferred >= LOOP_DEV_STREAM_LARGE;
+		/*
+		 * Small ones only while nothing else wants the submitter's
+		 * CPU: with other submitters about, the wakeups and switches
+		 * of hand-offs cost more than the copies they move.
+		 */
 		return deferred >= LOOP_DEV_STREAM_SMALL ||
 		       !single_task_running();
 	}
+	/* A probe is still with the worker: its end will tell. */
 	if (deferred)
 		return true;
-	probe_in = READ_ONCE(lq->probe_in);
-	if (probe_in > 1) {
-		WRITE_ONCE(lq->probe_in, probe_in - 1);
-		return true;
-	}
-	WRITE_ONCE(lq->probe_in, READ_ONCE(lq->probe_every));
-	return false;
+	return !loop_dev_probe_due(lq);
 }
 
-/*
- * Serve inline only the last request of a batch (the worker takes the
- * others, so another CPU moves data meanwhile) and only when nothing waits
- * for the worker ahead of it. tmpfs: see loop_dev_copy_inline(). Other
- * backings only when the queue is otherwise idle: at depth the worker,
- * plugged, hands the backing device whole batches, where inline service
- * would kick it once per request.
- */
+/* The conditions of inline service, as listed at the top of this file. */
 static bool loop_dev_may_serve_inline(struct loop_dev *ldev,
 				      struct loop_dev_queue *lq,
 				      struct request *rq, bool last)
