@@ -19,8 +19,8 @@
  * device runs its requests on its own workqueue.
  *
  * Steps whose failure has an unwind of its own are marked
- * ALLOW_ERROR_INJECTION (static ones kept out of line) for the debug
- * kernel's fail_function (tests/debug/faults.sh).
+ * ALLOW_ERROR_INJECTION (static ones kept out of line), so that a kernel
+ * with fail_function can fail each of them in turn and check the unwind.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 

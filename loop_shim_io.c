@@ -281,8 +281,9 @@ static int loop_dev_fallocate(struct loop_dev *ldev, struct request *rq,
 
 /*
  * Write zeroes by hand where the backing file cannot zero a range. Not
- * vfs_iter_write(): it takes freeze protection itself on 6.12 but not on
- * 6.1, so the kiocb is driven directly and protection taken once here.
+ * vfs_iter_write(): whether it takes freeze protection itself depends on
+ * the kernel, so the kiocb is driven directly and protection taken once
+ * here.
  */
 static int loop_dev_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
 {
@@ -407,8 +408,8 @@ static void loop_dev_complete_rq(struct request *rq)
  * The worker ends a request through blk_mq_complete_request(), as the
  * in-tree driver does, and leaves the CPU to the block layer: right here
  * when the worker's CPU shares a cache with the submitting one, else maybe
- * on the submitting CPU (rq_affinity; 6.1 never moves a request of a
- * hardware queue that serves a single CPU).
+ * on the submitting CPU (rq_affinity; older kernels never move a
+ * request of a hardware queue that serves a single CPU).
  */
 static void loop_dev_serve(struct loop_dev *ldev, struct loop_dev_cmd *cmd)
 {

@@ -13,8 +13,8 @@
  * /sys/block.
  *
  * The steps whose failure has an unwind of its own are marked
- * ALLOW_ERROR_INJECTION (and kept out of line), so that the debug kernel's
- * fail_function can fail each of them in turn (tests/debug/faults.sh).
+ * ALLOW_ERROR_INJECTION (and kept out of line), so that a kernel with
+ * fail_function can fail each of them in turn and check the unwind.
  *
  * Lock order: root directory inode lock -> instance->lock -> view
  * directory inode lock (a child of the root's) -> (the block driver's
@@ -580,7 +580,7 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 	case LOOP_CTL_GET_FREE:
 		break;
 	default:
-		/* What the in-tree loop-control answers (checkpatch objects). */
+		/* What the in-tree loop-control answers. */
 		return -ENOSYS;
 	}
 	/*
