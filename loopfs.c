@@ -466,11 +466,15 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
 	if (!dev)
 		goto out_uncharge;
-	if (index >= 0)
+	if (index >= 0) {
 		err = xa_insert(&inst->devices, index, dev, GFP_KERNEL);
-	else
+		/* An index in use: what LOOP_CTL_ADD says for it. */
+		if (err == -EBUSY)
+			err = -EEXIST;
+	} else {
 		err = xa_alloc(&inst->devices, &id, dev,
 			       XA_LIMIT(0, LOOPFS_MAX_INDEX - 1), GFP_KERNEL);
+	}
 	if (err)
 		goto out_free;
 	if (index < 0)
@@ -515,7 +519,7 @@ out_free:
 	kfree(dev);
 out_uncharge:
 	loopfs_uncharge(inst->user_ns, inst->root_uid);
-	return err == -EBUSY ? -EEXIST : err;
+	return err;
 }
 
 /*
