@@ -30,6 +30,7 @@
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
+#include <linux/fsnotify.h>
 #include <linux/idr.h>
 #include <linux/loop.h>
 #include <linux/namei.h>
@@ -158,8 +159,9 @@ static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 }
 
 /*
- * Give @inode the name @name in @dir, whose inode lock the caller holds.
- * Returns the new entry, or an ERR_PTR() after dropping the inode.
+ * Give @inode the name @name in @dir, whose inode lock the caller holds,
+ * and tell @dir's watchers, as a creation in userspace would. Returns the
+ * new entry, or an ERR_PTR() after dropping the inode.
  */
 static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 				       struct inode *inode)
@@ -179,9 +181,18 @@ static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 	}
 	/* The lookup's reference pins the entry until it is unlinked. */
 	d_instantiate(dentry, inode);
+	if (S_ISDIR(inode->i_mode))
+		fsnotify_mkdir(d_inode(dir), dentry);
+	else
+		fsnotify_create(d_inode(dir), dentry);
 	return dentry;
 }
 
+/*
+ * Remove @name from @dir, whose inode lock the caller holds, and tell
+ * @dir's watchers. The lookup's reference keeps the entry positive until
+ * d_delete().
+ */
 static void loopfs_remove_entry(struct dentry *dir, const char *name)
 {
 	struct dentry *dentry;
@@ -192,6 +203,7 @@ static void loopfs_remove_entry(struct dentry *dir, const char *name)
 		return;
 	if (d_really_is_positive(dentry)) {
 		simple_unlink(d_inode(dir), dentry);
+		fsnotify_unlink(d_inode(dir), dentry);
 		d_delete(dentry);
 	}
 	dput(dentry);
