@@ -31,7 +31,7 @@ version:
 
 # Files a DKMS source tree needs (everything kbuild reads plus this Makefile).
 # An in-place build leaves loopfs.mod.c here: output, not source.
-MODULE_SRCS = Kbuild $(filter-out %.mod.c,$(wildcard *.c *.h))
+MODULE_SRCS = Kbuild compat.mk $(filter-out %.mod.c,$(wildcard *.c *.h))
 DKMS_FILES = Makefile dkms.conf $(MODULE_SRCS)
 
 .PHONY: all modules modules-all tests-build tools-build deps check soak demo lint clean \

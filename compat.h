@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The only place in loopfs that knows kernel API differences.
+ * loopfs is written against the interfaces of the newest kernel it
+ * supports. This header gives older kernels those interfaces under their
+ * upstream names, each only where a feature probe of compat.mk found the
+ * kernel without it (LOOPFS_HAVE_*), never by version number.
  *
- * Supported: Debian 12's 6.1 and the 6.12 backport. Debian's 6.1 carries
- * some newer helpers, so every switch below is a feature probe made by
- * Kbuild from the kernel headers (LOOPFS_HAVE_*), never a version number.
+ * Where the old and the new interface cannot be given one name, because a
+ * method's signature or the way limits are set changed, an adapter named
+ * compat_*() says so at its call site.
  */
 #ifndef LOOPFS_COMPAT_H
 #define LOOPFS_COMPAT_H
@@ -14,11 +17,75 @@
 #include <linux/fs.h>
 #include <linux/sysctl.h>
 
+/* Open modes of a block device were fmode_t bits. */
+#ifndef LOOPFS_HAVE_BLK_MODE_T
+#define blk_mode_t		fmode_t
+#define BLK_OPEN_WRITE		FMODE_WRITE
+#define BLK_OPEN_EXCL		FMODE_EXCL
+#endif
+
 /*
- * A loop device's queue limits, every field given by the driver: the
- * adapters below only write them the way the running kernel takes them.
+ * block_device_operations: ->open took the block device rather than its
+ * disk, and ->release the open mode too. A driver writes both methods the
+ * current way, follows each with COMPAT_BDOPS_OPEN(fn) or
+ * COMPAT_BDOPS_RELEASE(fn), and names them in its table through
+ * compat_bdops_open(fn) and compat_bdops_release(fn): where the kernel
+ * calls them as they are written, these define nothing and give fn itself.
  */
-struct compat_limits {
+#ifdef LOOPFS_HAVE_BDOPS_OPEN_DISK
+#define COMPAT_BDOPS_OPEN(fn)
+#define compat_bdops_open(fn)	(fn)
+#else
+#define COMPAT_BDOPS_OPEN(fn)						\
+static int fn##_compat(struct block_device *bdev, fmode_t mode)	\
+{									\
+	return fn(bdev->bd_disk, mode);					\
+}
+
+#define compat_bdops_open(fn)	(fn##_compat)
+#endif
+
+#ifdef LOOPFS_HAVE_BDOPS_RELEASE_DISK
+#define COMPAT_BDOPS_RELEASE(fn)
+#define compat_bdops_release(fn)	(fn)
+#else
+#define COMPAT_BDOPS_RELEASE(fn)					\
+static void fn##_compat(struct gendisk *disk, fmode_t mode)		\
+{									\
+	fn(disk);							\
+}
+
+#define compat_bdops_release(fn)	(fn##_compat)
+#endif
+
+/* Claims had no holder operations. */
+#ifndef LOOPFS_HAVE_BD_CLAIM_HOLDER_OPS
+#define bd_prepare_to_claim(bdev, holder, hops)				\
+	bd_prepare_to_claim(bdev, holder)
+#endif
+
+/* The events to report came with a forced media change. */
+#ifndef LOOPFS_HAVE_DISK_FORCE_MEDIA_CHANGE_1
+#define disk_force_media_change(disk)					\
+	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE)
+#endif
+
+#ifndef LOOPFS_HAVE_BDEV_PARTNO
+static inline u8 bdev_partno(const struct block_device *bdev)
+{
+	return bdev->bd_partno;
+}
+#endif
+
+/*
+ * A loop device's queue limits, every field chosen by the driver. Since
+ * atomic queue limits they are committed in one validated update, and the
+ * disk is allocated with its first limits; before, each was set on its
+ * own and nothing checked a block size afterwards. The adapters write
+ * them whichever way the kernel takes them; the caller freezes the queue
+ * of a live device.
+ */
+struct loop_dev_limits {
 	unsigned int logical_block_size;
 	unsigned int physical_block_size;
 	unsigned int io_min;
@@ -29,90 +96,6 @@ struct compat_limits {
 	bool rotational;
 };
 
-/*
- * block_device_operations: 6.5 replaced fmode_t with blk_mode_t, passes
- * the gendisk to ->open and drops the mode from ->release.
- * (Type aliases are macros: typedefs of kernel types are frowned upon.)
- * COMPAT_BDOPS_OPEN/RELEASE(fn) define fn_bdops() adapters around
- * fn(struct gendisk *, compat_blk_mode_t) and fn(struct gendisk *).
- */
-#ifdef LOOPFS_HAVE_BLK_MODE_T
-#define compat_blk_mode_t	blk_mode_t
-#define COMPAT_BLK_OPEN_WRITE	BLK_OPEN_WRITE
-#define COMPAT_BLK_OPEN_EXCL	BLK_OPEN_EXCL
-#define COMPAT_BDOPS_OPEN(fn)						\
-static int fn##_bdops(struct gendisk *disk, blk_mode_t mode)		\
-{									\
-	return fn(disk, mode);						\
-}
-
-#define COMPAT_BDOPS_RELEASE(fn)					\
-static void fn##_bdops(struct gendisk *disk)				\
-{									\
-	fn(disk);							\
-}
-#else
-#define compat_blk_mode_t	fmode_t
-#define COMPAT_BLK_OPEN_WRITE	FMODE_WRITE
-#define COMPAT_BLK_OPEN_EXCL	FMODE_EXCL
-#define COMPAT_BDOPS_OPEN(fn)						\
-static int fn##_bdops(struct block_device *bdev, fmode_t mode)		\
-{									\
-	return fn(bdev->bd_disk, mode);					\
-}
-
-#define COMPAT_BDOPS_RELEASE(fn)					\
-static void fn##_bdops(struct gendisk *disk, fmode_t mode)		\
-{									\
-	fn(disk);							\
-}
-#endif
-
-/* 6.5 gave bd_prepare_to_claim() a holder_ops argument. */
-static inline int compat_prepare_to_claim(struct block_device *bdev,
-					  void *holder)
-{
-#ifdef LOOPFS_HAVE_BLK_MODE_T
-	return bd_prepare_to_claim(bdev, holder, NULL);
-#else
-	return bd_prepare_to_claim(bdev, holder);
-#endif
-}
-
-/* 6.5 dropped the events argument of disk_force_media_change(). */
-static inline void compat_force_media_change(struct gendisk *disk)
-{
-#ifdef LOOPFS_HAVE_FORCE_MEDIA_CHANGE_1
-	disk_force_media_change(disk);
-#else
-	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE);
-#endif
-}
-
-/*
- * Partition scanning: 6.1 switches it with GENHD_FL_NO_PART, newer kernels
- * with GD_SUPPRESS_PART_SCAN (which leaves BLKPG usable by userspace).
- */
-static inline void compat_set_partscan(struct gendisk *disk, bool on)
-{
-#ifdef LOOPFS_HAVE_DISK_HAS_PARTSCAN
-	if (on)
-		clear_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
-	else
-		set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
-#else
-	if (on)
-		disk->flags &= ~GENHD_FL_NO_PART;
-	else
-		disk->flags |= GENHD_FL_NO_PART;
-#endif
-}
-
-/*
- * Queue limits: 6.9 added atomic queue_limits updates, validated when
- * committed, and the limits argument of blk_mq_alloc_disk(); 6.11 moved
- * feature flags into them. The caller freezes the queue when it is live.
- */
 #ifdef LOOPFS_HAVE_QUEUE_LIMITS
 #define COMPAT_HAVE_QUEUE_LIMITS	true
 
@@ -126,20 +109,20 @@ static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
 }
 
 static inline int compat_apply_limits(struct request_queue *q,
-				      const struct compat_limits *cl)
+				      const struct loop_dev_limits *dl)
 {
 	struct queue_limits lim = queue_limits_start_update(q);
 
-	lim.logical_block_size = cl->logical_block_size;
-	lim.physical_block_size = cl->physical_block_size;
-	lim.io_min = cl->io_min;
-	lim.max_hw_discard_sectors = cl->max_discard_sectors;
-	lim.max_write_zeroes_sectors = cl->max_write_zeroes_sectors;
-	lim.discard_granularity = cl->discard_granularity;
+	lim.logical_block_size = dl->logical_block_size;
+	lim.physical_block_size = dl->physical_block_size;
+	lim.io_min = dl->io_min;
+	lim.max_hw_discard_sectors = dl->max_discard_sectors;
+	lim.max_write_zeroes_sectors = dl->max_write_zeroes_sectors;
+	lim.discard_granularity = dl->discard_granularity;
 	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_ROTATIONAL);
-	if (cl->write_cache)
+	if (dl->write_cache)
 		lim.features |= BLK_FEAT_WRITE_CACHE;
-	if (cl->rotational)
+	if (dl->rotational)
 		lim.features |= BLK_FEAT_ROTATIONAL;
 	return queue_limits_commit_update(q, &lim);
 }
@@ -159,18 +142,18 @@ static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
 
 /* No commit step here to reject a bad block size: check as it would. */
 static inline int compat_apply_limits(struct request_queue *q,
-				      const struct compat_limits *cl)
+				      const struct loop_dev_limits *dl)
 {
-	if (blk_validate_block_size(cl->logical_block_size))
+	if (blk_validate_block_size(dl->logical_block_size))
 		return -EINVAL;
-	blk_queue_logical_block_size(q, cl->logical_block_size);
-	blk_queue_physical_block_size(q, cl->physical_block_size);
-	blk_queue_io_min(q, cl->io_min);
-	blk_queue_max_discard_sectors(q, cl->max_discard_sectors);
-	blk_queue_max_write_zeroes_sectors(q, cl->max_write_zeroes_sectors);
-	q->limits.discard_granularity = cl->discard_granularity;
-	blk_queue_write_cache(q, cl->write_cache, false);
-	if (cl->rotational)
+	blk_queue_logical_block_size(q, dl->logical_block_size);
+	blk_queue_physical_block_size(q, dl->physical_block_size);
+	blk_queue_io_min(q, dl->io_min);
+	blk_queue_max_discard_sectors(q, dl->max_discard_sectors);
+	blk_queue_max_write_zeroes_sectors(q, dl->max_write_zeroes_sectors);
+	q->limits.discard_granularity = dl->discard_granularity;
+	blk_queue_write_cache(q, dl->write_cache, false);
+	if (dl->rotational)
 		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
 	else
 		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
@@ -178,26 +161,35 @@ static inline int compat_apply_limits(struct request_queue *q,
 }
 #endif
 
-/* 6.10 replaced bdev->bd_partno with bdev_partno(). */
-static inline u8 compat_bdev_partno(struct block_device *bdev)
+#ifndef LOOPFS_HAVE_SIMPLE_INODE_INIT_TS
+static inline struct timespec64 simple_inode_init_ts(struct inode *inode)
 {
-#ifdef LOOPFS_HAVE_BDEV_PARTNO
-	return bdev_partno(bdev);
-#else
-	return bdev->bd_partno;
-#endif
-}
+	struct timespec64 ts = current_time(inode);
 
-/* 6.3 passes inode operations a mnt_idmap instead of a user namespace. */
-#ifdef LOOPFS_HAVE_MNT_IDMAP
-#define compat_idmap_t		struct mnt_idmap
-#else
-#define compat_idmap_t		struct user_namespace
+	inode->i_atime = ts;
+	inode->i_mtime = ts;
+	inode->i_ctime = ts;
+	return ts;
+}
+#endif
+
+#ifndef LOOPFS_HAVE_INODE_LOCK_KILLABLE
+static inline __must_check int inode_lock_killable(struct inode *inode)
+{
+	return down_write_killable(&inode->i_rwsem);
+}
+#endif
+
+/* Inode operations were handed the mount's user namespace. */
+#ifndef LOOPFS_HAVE_MNT_IDMAP
+#define mnt_idmap		user_namespace
 #endif
 
 /*
  * Whether buffered writes to @file honour IOCB_NOWAIT (elsewhere such a
- * write fails with -EINVAL): an f_mode bit on 6.1, an f_op flag since 6.11.
+ * write fails with -EINVAL). The answer moved from a bit its filesystem
+ * sets in each open file's f_mode to a flag of its file_operations, which
+ * the older struct does not have: no one expression serves both.
  */
 static inline bool compat_file_buf_wasync(struct file *file)
 {
@@ -208,33 +200,39 @@ static inline bool compat_file_buf_wasync(struct file *file)
 #endif
 }
 
-/* 6.6 added simple_inode_init_ts(); older kernels set the times by hand. */
-static inline void compat_inode_init_ts(struct inode *inode)
-{
-#ifdef LOOPFS_HAVE_SIMPLE_INODE_INIT_TS
-	simple_inode_init_ts(inode);
+/*
+ * ->proc_handler took a table it could write to. A handler is written for
+ * the const table, followed by COMPAT_PROC_HANDLER(fn), and named in its
+ * table through compat_proc_handler(fn), as for block_device_operations.
+ */
+#ifdef LOOPFS_HAVE_CONST_PROC_HANDLER
+#define COMPAT_PROC_HANDLER(fn)
+#define compat_proc_handler(fn)	(fn)
 #else
-	struct timespec64 now = current_time(inode);
-
-	inode->i_atime = now;
-	inode->i_mtime = now;
-	inode->i_ctime = now;
-#endif
+#define COMPAT_PROC_HANDLER(fn)						\
+static int fn##_compat(struct ctl_table *table, int write,		\
+		       void *buffer, size_t *lenp, loff_t *ppos)	\
+{									\
+	return fn(table, write, buffer, lenp, ppos);			\
 }
 
-/*
- * sysctl: 6.11 made ->proc_handler take a const table, and tables stopped
- * needing an empty sentinel entry (6.6 sized registration).
- */
-#ifdef LOOPFS_HAVE_CONST_SYSCTL
-#define COMPAT_CTL_TABLE	const struct ctl_table
-#else
-#define COMPAT_CTL_TABLE	struct ctl_table
+#define compat_proc_handler(fn)	(fn##_compat)
 #endif
-#ifdef LOOPFS_HAVE_REGISTER_SYSCTL_SZ
-#define COMPAT_CTL_SENTINEL
-#else
-#define COMPAT_CTL_SENTINEL	{ }
+
+/*
+ * Before registration took the table's size, a table ended with an empty
+ * entry. A table without one is registered as a copy that has it, made
+ * once per call site and kept, as the kernel keeps the table.
+ */
+#ifndef LOOPFS_HAVE_REGISTER_SYSCTL_SZ
+#define register_sysctl(path, table) ({				\
+	static struct ctl_table __table[sizeof(table) /			\
+					sizeof(struct ctl_table) + 1 +	\
+					__must_be_array(table)];	\
+									\
+	memcpy(__table, table, sizeof(table));				\
+	register_sysctl(path, __table);					\
+})
 #endif
 
 #endif /* LOOPFS_COMPAT_H */

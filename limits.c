@@ -23,7 +23,8 @@
 #include <linux/user_namespace.h>
 
 #include "compat.h"
-#include "loopfs.h"
+#include "loopfs_limits.h"
+#include "loopfs_abi.h"
 
 /*
  * Devices charged to @uid in @ns: one entry per (namespace, user) level.
@@ -365,7 +366,7 @@ static struct file *loopfs_knob_file(void)
 	return search.file;
 }
 
-static int loopfs_max_devices_handler(COMPAT_CTL_TABLE *table, int write,
+static int loopfs_max_devices_handler(const struct ctl_table *table, int write,
 				      void *buffer, size_t *lenp, loff_t *ppos)
 {
 	struct ctl_table tmp = *table;
@@ -398,13 +399,14 @@ out:
 	return err;
 }
 
+COMPAT_PROC_HANDLER(loopfs_max_devices_handler)
+
 static struct ctl_table loopfs_sysctls[] = {
 	{
 		.procname	= LOOPFS_SYSCTL_NAME,
 		.mode		= 0666,
-		.proc_handler	= loopfs_max_devices_handler,
+		.proc_handler	= compat_proc_handler(loopfs_max_devices_handler),
 	},
-	COMPAT_CTL_SENTINEL
 };
 
 static struct ctl_table_header *loopfs_sysctl_header;

@@ -2,12 +2,8 @@
 /*
  * loop_shim - the block driver behind loopfs: blk-mq devices backed by a
  * file, speaking the loop(4) ioctl ABI with the in-tree driver's errnos.
- *
- * Data path: a request is served inline from ->queue_rq when that cannot
- * block on I/O (IOCB_NOWAIT on files that support it, or a tmpfs file) and
- * pays off (see shim_may_serve_inline), else queued to its hardware queue's
- * worker, which drains the list under one plug. Direct-I/O mode submits
- * async kiocbs. Per-request state lives in the blk-mq pdu.
+ * This half makes and configures devices; loop_shim_io.c serves their
+ * requests.
  *
  * Locks, in the order they nest:
  *   disk->open_mutex: held by the block layer around ->release (the last
@@ -16,15 +12,15 @@
  *   ldev->lock: one device's state and configuration. May be held while
  *     the device's queue freezes or its backing file syncs, so nothing
  *     outside that device waits on it; user tasks take it killably.
- *   ldev_chain_lock: global, innermost, held only to check a new backing
+ *   loop_dev_chain_lock: global, innermost, held only to check a new backing
  *     file and publish it (never across I/O or a freeze), so following a
  *     chain of loop devices backing each other sees stable states.
  * The I/O path takes none of them: state changes freeze the queue. Each
  * device runs its requests on its own workqueue.
  *
  * Steps whose failure has an unwind of its own are marked
- * ALLOW_ERROR_INJECTION (static ones kept out of line) for the debug
- * kernel's fail_function (tests/debug/faults.sh).
+ * ALLOW_ERROR_INJECTION (static ones kept out of line), so that a kernel
+ * with fail_function can fail each of them in turn and check the unwind.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
@@ -32,183 +28,42 @@
 #include <linux/backing-dev.h>
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
-#include <linux/blk-cgroup.h>
 #include <linux/capability.h>
 #include <linux/compat.h>
 #include <linux/cred.h>
 #include <linux/error-injection.h>
-#include <linux/falloc.h>
 #include <linux/file.h>
 #include <linux/fs.h>
 #include <linux/idr.h>
-#include <linux/kthread.h>
 #include <linux/loop.h>
-#include <linux/magic.h>
-#include <linux/memcontrol.h>
 #include <linux/pagemap.h>
-#include <linux/sched/mm.h>
-#include <linux/sched/stat.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
-#include <linux/uio.h>
 #include <linux/workqueue.h>
 
 #include "compat.h"
-#include "loop_shim.h"
+#include "loop_shim_internal.h"
 
-#define SHIM_MINORS		16	/* whole disk + 15 partitions */
-#define SHIM_INLINE_BVECS	4
-#define SHIM_QUEUE_DEPTH	128
-#define SHIM_MAX_HW_QUEUES	8
-/* Spacing, in tmpfs requests, of hand-offs that probe for a streaming submitter. */
-#define SHIM_PROBE_MIN		16
-#define SHIM_PROBE_MAX		4096
-/*
- * tmpfs requests a streaming submitter's worker holds at most, of requests
- * below and from SHIM_SPREAD_MIN bytes: see shim_copy_inline().
- */
-#define SHIM_STREAM_SMALL	4
-#define SHIM_STREAM_LARGE	2
-/* Hand-offs in a row that the submitter waited for, to stop streaming. */
-#define SHIM_STREAM_WAITS	16
-#define SHIM_SPREAD_MIN		SZ_64K
+#define LOOP_DEV_MINORS		16	/* whole disk + 15 partitions */
+#define LOOP_DEV_QUEUE_DEPTH	128
 /* 1280 KiB per request, as the in-tree driver allows. */
-#define SHIM_MAX_HW_SECTORS	2560
+#define LOOP_DEV_MAX_HW_SECTORS	2560
 /* Percent of the host's dirty threshold one device's pages may take. */
-#define SHIM_MAX_DIRTY_RATIO	1
+#define LOOP_DEV_MAX_DIRTY_RATIO	1
 
-enum loop_dev_state {
-	LD_UNBOUND,
-	LD_BOUND,
-	LD_RUNDOWN,	/* being cleared */
-	LD_DELETING,	/* claimed for destruction */
-};
-
-enum shim_io_mode {
-	SHIM_IO_WORKER,		/* always hand requests to the worker */
-	SHIM_IO_NOWAIT,		/* try inline with IOCB_NOWAIT first */
-	SHIM_IO_INLINE,		/* tmpfs: page cache only, serve inline */
-};
-
-/*
- * Requests of one hardware queue that its worker serves in order. One
- * worker draining a list (as the in-tree driver does) costs one wakeup per
- * batch instead of one per request, and leaves the submitting CPU free.
- */
-struct shim_queue {
-	spinlock_t lock;	/* protects list and kicked */
-	struct list_head list;
-	/*
-	 * The work is queued and will drain list: a submitter queues it only
-	 * when this is clear, so one that keeps requests coming pays for
-	 * queue_work() (the pool's lock, often a wakeup) once per batch.
-	 */
-	bool kicked;
-	struct work_struct work;
-	struct loop_dev *ldev;
-	atomic_t inflight;	/* requests started and not yet ended */
-	atomic_t deferred;	/* of those, handed to the worker */
-	/*
-	 * Whether the submitter keeps requests coming while one is with the
-	 * worker, which tmpfs requests are served by (hints: read and written
-	 * without locks). arrivals: tmpfs requests queued so far; waits:
-	 * hand-offs in a row during which none arrived; streaming: some
-	 * arrived while a request was with the worker, and waits is below
-	 * SHIM_STREAM_WAITS; probe_in, probe_every: countdown to, and spacing
-	 * of, the next request handed off only to find out.
-	 */
-	unsigned int arrivals;
-	unsigned int waits;
-	bool streaming;
-	unsigned int probe_in;
-	unsigned int probe_every;
-};
-
-struct loop_dev {
-	struct gendisk *disk;
-	struct blk_mq_tag_set tag_set;
-	int minor_id;
-	int number;
-	unsigned long serial;
-	struct user_namespace *user_ns;
-	kuid_t uid;
-	kgid_t gid;
-	const struct loop_dev_ops *ops;
-	void *owner;
-
-	/*
-	 * Protects state, orphan, flags, offset, sizelimit, file_name and
-	 * every change of file, use_dio and io_mode. Entering LD_BOUND
-	 * (LOOP_CONFIGURE, LOOP_SET_FD), replacing the file of a bound device
-	 * (LOOP_CHANGE_FD) and leaving LD_BOUND through LOOP_CLR_FD also hold
-	 * ldev_chain_lock; a device no longer bound drops its file without
-	 * it (shim_unbind()). The last close (shim_release(),
-	 * loop_dev_orphan()) leaves LD_BOUND without it: no file is open on
-	 * the device then, so no chain of backing files leads to it.
-	 */
-	struct mutex lock;
-	enum loop_dev_state state;
-	bool orphan;
-	int flags;
-	loff_t offset;
-	loff_t sizelimit;
-	char file_name[LO_NAME_SIZE];
-	gfp_t old_gfp_mask;
-
-	/*
-	 * Read by the I/O path without locks once state is LD_BOUND; written
-	 * with the queue frozen, or before the bound state is published.
-	 */
-	struct file *file;
-	bool use_dio;
-	enum shim_io_mode io_mode;
-
-	/* Lets sysfs readers take a reference on file without ->lock. */
-	spinlock_t file_lock;
-	bool sysfs_added;	/* the loop/ group exists */
-
-	struct work_struct destroy_work;
-	/*
-	 * The queues' workers run here, not on a workqueue shared by every
-	 * device: requests stalled on one device's backing must not use up
-	 * the concurrency other devices (other tenants) need.
-	 */
-	struct workqueue_struct *wq;
-	struct rcu_head free_rcu;
-	struct shim_queue queues[SHIM_MAX_HW_QUEUES];
-};
-
-struct shim_cmd {
-	struct kiocb iocb;
-	struct iov_iter iter;
-	struct iov_iter iter_start;
-	loff_t pos;
-	loff_t start_pos;
-	bool write;
-	int ret;
-	struct bio_vec *bvec;
-	struct list_head node;
-	bool deferred;		/* counted in shim_queue.deferred */
-	unsigned int arrivals;	/* shim_queue.arrivals when deferred */
-	/* The submitter's cgroups, which the worker charges for the I/O. */
-	struct cgroup_subsys_state *blkcg_css;
-	struct cgroup_subsys_state *memcg_css;	/* referenced */
-	struct bio_vec inline_bvec[SHIM_INLINE_BVECS];
-};
-
-static int shim_major;
-static DEFINE_IDA(shim_minor_ida);
-static struct workqueue_struct *shim_wq;
-static atomic_t shim_live_devices = ATOMIC_INIT(0);
-static atomic_long_t shim_serial = ATOMIC_LONG_INIT(0);
-static DECLARE_WAIT_QUEUE_HEAD(shim_gone_wait);
+static int loop_dev_major;
+static DEFINE_IDA(loop_dev_minor_ida);
+static struct workqueue_struct *loop_dev_destroy_wq;
+static atomic_t loop_dev_live = ATOMIC_INIT(0);
+static atomic_long_t loop_dev_last_serial = ATOMIC_LONG_INIT(0);
+static DECLARE_WAIT_QUEUE_HEAD(loop_dev_gone_wait);
 /*
  * Serialises binding and unbinding so that following a chain of loop
  * devices backing each other (loop_dev_validate_file) sees stable states.
  */
-static DEFINE_MUTEX(ldev_chain_lock);
+static DEFINE_MUTEX(loop_dev_chain_lock);
 
-static const struct block_device_operations shim_fops;
+static const struct block_device_operations loop_dev_fops;
 
 /*
  * Partition scanning runs every partition parser built into the kernel on
@@ -220,12 +75,12 @@ module_param(container_partscan, bool, 0644);
 MODULE_PARM_DESC(container_partscan,
 		 "Allow partition scanning on devices of instances owned by a non-initial user namespace (default: yes)");
 
-static bool shim_partscan_allowed(struct loop_dev *ldev)
+static bool loop_dev_partscan_allowed(struct loop_dev *ldev)
 {
 	return ldev->user_ns == &init_user_ns || READ_ONCE(container_partscan);
 }
 
-static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
+static loff_t loop_dev_size(loff_t offset, loff_t sizelimit, struct file *file)
 {
 	loff_t size = i_size_read(file->f_mapping->host);
 
@@ -238,7 +93,7 @@ static loff_t shim_size(loff_t offset, loff_t sizelimit, struct file *file)
 	return size >> SECTOR_SHIFT;
 }
 
-static struct block_device *shim_backing_bdev(struct file *file)
+static struct block_device *loop_dev_backing_bdev(struct file *file)
 {
 	struct inode *inode = file->f_mapping->host;
 
@@ -246,610 +101,6 @@ static struct block_device *shim_backing_bdev(struct file *file)
 		return I_BDEV(inode);
 	return inode->i_sb->s_bdev;
 }
-
-/* ---- data path ---- */
-
-static bool shim_start_write(struct shim_cmd *cmd, bool nowait)
-{
-	struct inode *inode = file_inode(cmd->iocb.ki_filp);
-
-	if (!S_ISREG(inode->i_mode))
-		return true;
-	if (nowait) {
-		if (!sb_start_write_trylock(inode->i_sb))
-			return false;
-	} else {
-		sb_start_write(inode->i_sb);
-	}
-	/* An async kiocb ends freeze protection in its completion. */
-	if (cmd->iocb.ki_complete)
-		__sb_writers_release(inode->i_sb, SB_FREEZE_WRITE);
-	return true;
-}
-
-static void shim_end_write(struct shim_cmd *cmd)
-{
-	struct inode *inode = file_inode(cmd->iocb.ki_filp);
-
-	if (!S_ISREG(inode->i_mode))
-		return;
-	if (cmd->iocb.ki_complete)
-		__sb_writers_acquired(inode->i_sb, SB_FREEZE_WRITE);
-	sb_end_write(inode->i_sb);
-}
-
-/* Final result of a read or write that moved @done bytes in all. */
-static int shim_rw_result(struct shim_cmd *cmd, loff_t done)
-{
-	struct iov_iter rest;
-
-	if (done >= iov_iter_count(&cmd->iter_start))
-		return 0;
-	if (cmd->write)
-		return -EIO;
-	/* Reading past the end of the backing file returns zeroes. */
-	rest = cmd->iter_start;
-	iov_iter_advance(&rest, done);
-	iov_iter_zero(iov_iter_count(&rest), &rest);
-	return 0;
-}
-
-/* Point cmd->iter at cmd->pos, whatever the filesystem did to it. */
-static void shim_rewind(struct shim_cmd *cmd)
-{
-	cmd->iter = cmd->iter_start;
-	iov_iter_advance(&cmd->iter, cmd->pos - cmd->start_pos);
-}
-
-/* Refusals of IOCB_NOWAIT: no I/O error, the worker tries again. */
-static bool shim_nowait_refused(long ret)
-{
-	return ret == -EAGAIN || ret == -EOPNOTSUPP || ret == -EINVAL;
-}
-
-static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd);
-
-static void shim_aio_complete(struct kiocb *iocb, long ret)
-{
-	struct shim_cmd *cmd = container_of(iocb, struct shim_cmd, iocb);
-	struct request *rq = blk_mq_rq_from_pdu(cmd);
-
-	if (cmd->write)
-		shim_end_write(cmd);
-	if ((iocb->ki_flags & IOCB_NOWAIT) &&
-	    (ret == -EAGAIN || ret == -EOPNOTSUPP)) {
-		shim_rewind(cmd);
-		shim_defer(rq->mq_hctx->driver_data, cmd);
-		return;
-	}
-	if (ret < 0)
-		cmd->ret = ret;
-	else
-		cmd->ret = shim_rw_result(cmd, cmd->pos - cmd->start_pos + ret);
-	blk_mq_complete_request(blk_mq_rq_from_pdu(cmd));
-}
-
-/*
- * Move the rest of cmd's data from cmd->pos. Returns -EIOCBQUEUED when an
- * async kiocb will complete the request, -EAGAIN when @nowait and the I/O
- * would block, else the request's result.
- */
-static int shim_rw(struct loop_dev *ldev, struct shim_cmd *cmd, bool nowait)
-{
-	struct file *file = ldev->file;
-	ssize_t ret;
-
-	/* Elsewhere a buffered IOCB_NOWAIT write fails: the worker's job. */
-	if (nowait && cmd->write && !ldev->use_dio &&
-	    !compat_file_buf_wasync(file))
-		return -EAGAIN;
-	while (iov_iter_count(&cmd->iter)) {
-		init_sync_kiocb(&cmd->iocb, file);
-		cmd->iocb.ki_pos = cmd->pos;
-		cmd->iocb.ki_flags = nowait ? IOCB_NOWAIT : 0;
-		if (ldev->use_dio) {
-			cmd->iocb.ki_flags |= IOCB_DIRECT;
-			cmd->iocb.ki_complete = shim_aio_complete;
-		}
-		if (cmd->write) {
-			const struct cred *cred;
-
-			if (!shim_start_write(cmd, nowait))
-				return -EAGAIN;
-			/*
-			 * Checks made on the way (suid/sgid removal, quota and
-			 * reserved blocks) are the opener's, not those of the
-			 * task or worker serving the request.
-			 */
-			cred = override_creds(file->f_cred);
-			ret = file->f_op->write_iter(&cmd->iocb, &cmd->iter);
-			revert_creds(cred);
-		} else {
-			ret = file->f_op->read_iter(&cmd->iocb, &cmd->iter);
-		}
-		if (ret == -EIOCBQUEUED)
-			return ret;
-		if (cmd->write)
-			shim_end_write(cmd);
-		if (nowait && shim_nowait_refused(ret)) {
-			shim_rewind(cmd);
-			return -EAGAIN;
-		}
-		if (ret < 0)
-			return ret;
-		if (ret == 0)
-			break;
-		cmd->pos += ret;
-		shim_rewind(cmd);
-	}
-	return shim_rw_result(cmd, cmd->pos - cmd->start_pos);
-}
-
-static int shim_setup_iter(struct shim_cmd *cmd, struct request *rq)
-{
-	unsigned int dir = cmd->write ? ITER_SOURCE : ITER_DEST;
-	struct req_iterator rq_iter;
-	struct bio_vec tmp, *bvec;
-	unsigned int nr = 0;
-
-	rq_for_each_bvec(tmp, rq, rq_iter)
-		nr++;
-
-	if (rq->bio == rq->biotail) {
-		/* A single bio's vector serves as it is. */
-		struct bio *bio = rq->bio;
-
-		bvec = __bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
-		iov_iter_bvec(&cmd->iter, dir, bvec, nr, blk_rq_bytes(rq));
-		cmd->iter.iov_offset = bio->bi_iter.bi_bvec_done;
-	} else {
-		unsigned int i = 0;
-
-		bvec = cmd->inline_bvec;
-		if (nr > SHIM_INLINE_BVECS) {
-			bvec = kmalloc_array(nr, sizeof(*bvec), GFP_NOIO);
-			if (!bvec)
-				return -ENOMEM;
-			cmd->bvec = bvec;
-		}
-		rq_for_each_bvec(tmp, rq, rq_iter)
-			bvec[i++] = tmp;
-		iov_iter_bvec(&cmd->iter, dir, bvec, nr, blk_rq_bytes(rq));
-	}
-	cmd->iter_start = cmd->iter;
-	return 0;
-}
-
-static int shim_fallocate(struct loop_dev *ldev, struct request *rq, int mode)
-{
-	loff_t pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + ldev->offset;
-
-	return vfs_fallocate(ldev->file, mode | FALLOC_FL_KEEP_SIZE, pos,
-			     blk_rq_bytes(rq));
-}
-
-/*
- * Write zeroes by hand where the backing file cannot zero a range. Not
- * vfs_iter_write(): it takes freeze protection itself on 6.12 but not on
- * 6.1, so the kiocb is driven directly and protection taken once here.
- */
-static int shim_write_zeroes_slow(struct loop_dev *ldev, struct request *rq)
-{
-	struct inode *inode = file_inode(ldev->file);
-	size_t left = blk_rq_bytes(rq);
-	struct bio_vec zero[16];
-	struct iov_iter iter;
-	struct kiocb iocb;
-	ssize_t ret = 0;
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(zero); i++)
-		bvec_set_page(&zero[i], ZERO_PAGE(0), PAGE_SIZE, 0);
-	init_sync_kiocb(&iocb, ldev->file);
-	iocb.ki_flags = 0;
-	iocb.ki_pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) + ldev->offset;
-	if (S_ISREG(inode->i_mode))
-		sb_start_write(inode->i_sb);
-	while (left) {
-		size_t len = min_t(size_t, left, ARRAY_SIZE(zero) * PAGE_SIZE);
-
-		iov_iter_bvec(&iter, ITER_SOURCE, zero, ARRAY_SIZE(zero), len);
-		ret = ldev->file->f_op->write_iter(&iocb, &iter);
-		if (ret <= 0)
-			break;
-		/* ->write_iter() has advanced ki_pos. */
-		left -= ret;
-	}
-	if (S_ISREG(inode->i_mode))
-		sb_end_write(inode->i_sb);
-	if (left)
-		return ret < 0 ? ret : -EIO;
-	return 0;
-}
-
-static int shim_do_blocking_op(struct loop_dev *ldev, struct request *rq)
-{
-	int ret;
-
-	switch (req_op(rq)) {
-	case REQ_OP_FLUSH:
-		return vfs_fsync(ldev->file, 0);
-	case REQ_OP_DISCARD:
-		ret = shim_fallocate(ldev, rq, FALLOC_FL_PUNCH_HOLE);
-		/* Discard promises nothing about the data: not an error. */
-		return ret == -EOPNOTSUPP ? 0 : ret;
-	case REQ_OP_WRITE_ZEROES:
-		ret = shim_fallocate(ldev, rq, (rq->cmd_flags & REQ_NOUNMAP) ?
-				     FALLOC_FL_ZERO_RANGE :
-				     FALLOC_FL_PUNCH_HOLE);
-		if (ret == -EOPNOTSUPP)
-			ret = shim_write_zeroes_slow(ldev, rq);
-		return ret;
-	default:
-		return -EIO;
-	}
-}
-
-static int shim_do_blocking(struct loop_dev *ldev, struct request *rq)
-{
-	const struct cred *cred;
-	int ret;
-
-	/* As for writes: the opener's rights, not the worker's. */
-	cred = override_creds(ldev->file->f_cred);
-	ret = shim_do_blocking_op(ldev, rq);
-	revert_creds(cred);
-	return ret;
-}
-
-/*
- * A request the worker served ended. If others came in meanwhile, the
- * submitter streams: keep feeding the worker. If none did, it waited for
- * this one. A streaming submitter also waits now and then, when the worker
- * has caught up with it, so only several such hand-offs in a row end
- * streaming; a probe that finds a waiting submitter makes the next one
- * come later.
- */
-static void shim_handoff_ended(struct shim_queue *sq, struct shim_cmd *cmd)
-{
-	unsigned int waits;
-
-	if (READ_ONCE(sq->arrivals) != cmd->arrivals) {
-		WRITE_ONCE(sq->waits, 0);
-		WRITE_ONCE(sq->streaming, true);
-		WRITE_ONCE(sq->probe_every, SHIM_PROBE_MIN);
-		return;
-	}
-	waits = READ_ONCE(sq->waits) + 1;
-	WRITE_ONCE(sq->waits, waits);
-	if (READ_ONCE(sq->streaming) && waits < SHIM_STREAM_WAITS)
-		return;
-	WRITE_ONCE(sq->streaming, false);
-	if (sq->probe_every < SHIM_PROBE_MAX)
-		WRITE_ONCE(sq->probe_every, sq->probe_every * 2);
-}
-
-static void shim_end_request(struct shim_cmd *cmd, int ret)
-{
-	struct request *rq = blk_mq_rq_from_pdu(cmd);
-	struct shim_queue *sq = rq->mq_hctx->driver_data;
-
-	kfree(cmd->bvec);
-	cmd->bvec = NULL;
-	if (cmd->deferred) {
-		/* Only tmpfs devices count arrivals and decide by them. */
-		if (sq->ldev->io_mode == SHIM_IO_INLINE)
-			shim_handoff_ended(sq, cmd);
-		atomic_dec(&sq->deferred);
-	}
-	atomic_dec(&sq->inflight);
-	blk_mq_end_request(rq, errno_to_blk_status(ret));
-}
-
-static void shim_complete_rq(struct request *rq)
-{
-	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
-
-	shim_end_request(cmd, cmd->ret);
-}
-
-/*
- * The worker ends a request through blk_mq_complete_request(), as the
- * in-tree driver does, and leaves the CPU to the block layer: right here
- * when the worker's CPU shares a cache with the submitting one, else maybe
- * on the submitting CPU (rq_affinity; 6.1 never moves a request of a
- * hardware queue that serves a single CPU).
- */
-static void shim_serve(struct loop_dev *ldev, struct shim_cmd *cmd)
-{
-	struct request *rq = blk_mq_rq_from_pdu(cmd);
-	int ret;
-
-	if (req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE)
-		ret = shim_rw(ldev, cmd, false);
-	else
-		ret = shim_do_blocking(ldev, rq);
-	if (ret != -EIOCBQUEUED) {
-		cmd->ret = ret;
-		blk_mq_complete_request(rq);
-	}
-}
-
-/*
- * Serve @cmd in the worker as its submitter's I/O: page cache and other
- * memory it allocates is charged to the submitter's memory cgroup, and
- * I/O it issues to its block cgroup, as the in-tree driver does.
- */
-static void shim_serve_charged(struct loop_dev *ldev, struct shim_cmd *cmd)
-{
-	/* The request may end, and its pdu be reused, in shim_serve(). */
-	struct cgroup_subsys_state *blkcg_css = cmd->blkcg_css;
-	struct cgroup_subsys_state *memcg_css = cmd->memcg_css;
-	struct mem_cgroup *old_memcg = NULL;
-
-	if (blkcg_css)
-		kthread_associate_blkcg(blkcg_css);
-#ifdef CONFIG_MEMCG
-	if (memcg_css)
-		old_memcg = set_active_memcg(mem_cgroup_from_css(memcg_css));
-#endif
-	shim_serve(ldev, cmd);
-	if (blkcg_css)
-		kthread_associate_blkcg(NULL);
-	if (memcg_css) {
-		set_active_memcg(old_memcg);
-		css_put(memcg_css);
-	}
-}
-
-static void shim_workfn(struct work_struct *work)
-{
-	struct shim_queue *sq = container_of(work, struct shim_queue, work);
-	unsigned int noio = memalloc_noio_save();
-	struct shim_cmd *cmd;
-	struct blk_plug plug;
-
-	blk_start_plug(&plug);
-	spin_lock_irq(&sq->lock);
-	while ((cmd = list_first_entry_or_null(&sq->list, struct shim_cmd,
-					       node))) {
-		list_del(&cmd->node);
-		spin_unlock_irq(&sq->lock);
-		shim_serve_charged(sq->ldev, cmd);
-		cond_resched();
-		spin_lock_irq(&sq->lock);
-	}
-	sq->kicked = false;
-	spin_unlock_irq(&sq->lock);
-	blk_finish_plug(&plug);
-	memalloc_noio_restore(noio);
-}
-
-/* Lockless peek: a request racing in only costs the inline fast path. */
-static bool shim_queue_empty(struct shim_queue *sq)
-{
-	return list_empty_careful(&sq->list);
-}
-
-/*
- * Take the cgroups the worker serves cmd under, in the submitter's context.
- * The first bio's cgroups stand for the request's.
- */
-#ifdef CONFIG_MEMCG
-/*
- * The memory cgroup of a request's first data page: the page cache page a
- * flusher writes back, the user buffer of a direct I/O that kblockd
- * dispatches after its task was scheduled out with the request plugged.
- * NULL for pages no cgroup owns (slab memory, for instance).
- */
-static struct cgroup_subsys_state *shim_data_memcg(struct request *rq)
-{
-	struct mem_cgroup *memcg;
-
-	if (!rq->bio || !bio_has_data(rq->bio))
-		return NULL;
-	rcu_read_lock();
-	memcg = page_memcg_check(compound_head(bio_page(rq->bio)));
-	if (memcg && !css_tryget(&memcg->css))
-		memcg = NULL;
-	rcu_read_unlock();
-	return memcg ? &memcg->css : NULL;
-}
-#endif
-
-static void shim_charge(struct shim_cmd *cmd)
-{
-	struct request *rq = blk_mq_rq_from_pdu(cmd);
-
-	if (rq->bio)
-		cmd->blkcg_css = bio_blkcg_css(rq->bio);
-#ifdef CONFIG_MEMCG
-	/*
-	 * A user task submitting is charged itself: its block cgroup is its
-	 * memory cgroup only where the io controller is enabled for it. A
-	 * kernel thread (the flusher, kblockd) submits for someone else: the
-	 * owner of the data, else of the bio.
-	 */
-	if (current->mm && !(current->flags & PF_KTHREAD)) {
-		struct mem_cgroup *memcg = get_mem_cgroup_from_mm(current->mm);
-
-		if (memcg)
-			cmd->memcg_css = &memcg->css;
-		return;
-	}
-	cmd->memcg_css = shim_data_memcg(rq);
-	if (!cmd->memcg_css && cmd->blkcg_css)
-		cmd->memcg_css = cgroup_get_e_css(cmd->blkcg_css->cgroup,
-						  &memory_cgrp_subsys);
-#endif
-}
-
-/*
- * Hand cmd to its device's worker. Also called from a direct-I/O
- * completion, maybe in interrupt context: a request requeued from there
- * was uncharged (served inline) and stays so.
- */
-static void shim_defer(struct shim_queue *sq, struct shim_cmd *cmd)
-{
-	unsigned long flags;
-	bool kick;
-
-	if (!cmd->deferred) {
-		cmd->deferred = true;
-		cmd->arrivals = READ_ONCE(sq->arrivals);
-		atomic_inc(&sq->deferred);
-	}
-	spin_lock_irqsave(&sq->lock, flags);
-	list_add_tail(&cmd->node, &sq->list);
-	kick = !sq->kicked;
-	sq->kicked = true;
-	spin_unlock_irqrestore(&sq->lock, flags);
-	if (kick)
-		queue_work(sq->ldev->wq, &sq->work);
-}
-
-/*
- * Serve a tmpfs request inline. Its data is in page cache, but a swapped
- * out page is read back by bios that, submitted from here, would wait on
- * current->bio_list behind this very request: let them go out directly.
- */
-static int shim_rw_inline(struct loop_dev *ldev, struct shim_cmd *cmd)
-{
-	struct bio_list *bio_list = current->bio_list;
-	unsigned int noio = memalloc_noio_save();
-	int ret;
-
-	current->bio_list = NULL;
-	ret = shim_rw(ldev, cmd, false);
-	current->bio_list = bio_list;
-	memalloc_noio_restore(noio);
-	return ret;
-}
-
-/*
- * A tmpfs request is a memory copy: served inline it costs far less than
- * a hand-off, which is all a submitter waiting for each request can gain.
- * One that keeps requests in flight gains a second CPU instead. While it
- * streams, the worker gets a request whenever it holds fewer than
- * SHIM_STREAM_SMALL small or SHIM_STREAM_LARGE large ones, and the
- * submitter serves the others itself meanwhile. Small requests keep the
- * submitter's CPU busy submitting and reaping, so the worker takes most of
- * them, but only while nothing else wants the submitter's CPU: with other
- * submitters about, the hand-off's wakeups and switches cost more than the
- * copies they move (four jobs at depth 8 lost a third of their IOPS).
- * Large ones are mostly copying, which both CPUs share. Streaming and waiting
- * look alike from here (every request ends inline before the next comes
- * in), so now and then a request goes to the worker to find out; each
- * probe that finds a waiting submitter doubles the spacing of the next.
- */
-static bool shim_copy_inline(struct shim_queue *sq, struct request *rq)
-{
-	int deferred = atomic_read(&sq->deferred);
-	unsigned int probe_in;
-
-	if (READ_ONCE(sq->streaming)) {
-		if (blk_rq_bytes(rq) >= SHIM_SPREAD_MIN)
-			return deferred >= SHIM_STREAM_LARGE;
-		return deferred >= SHIM_STREAM_SMALL || !single_task_running();
-	}
-	if (deferred)
-		return true;
-	probe_in = READ_ONCE(sq->probe_in);
-	if (probe_in > 1) {
-		WRITE_ONCE(sq->probe_in, probe_in - 1);
-		return true;
-	}
-	WRITE_ONCE(sq->probe_in, READ_ONCE(sq->probe_every));
-	return false;
-}
-
-/*
- * Serve inline only the last request of a batch (the worker takes the
- * others, so another CPU moves data meanwhile) and only when nothing waits
- * for the worker ahead of it. tmpfs: see shim_copy_inline(). Other
- * backings only when the queue is otherwise idle: at depth the worker,
- * plugged, hands the backing device whole batches, where inline service
- * would kick it once per request.
- */
-static bool shim_may_serve_inline(struct loop_dev *ldev, struct shim_queue *sq,
-				  struct request *rq, bool last)
-{
-	if (!last || !shim_queue_empty(sq))
-		return false;
-	if (ldev->io_mode == SHIM_IO_INLINE)
-		return shim_copy_inline(sq, rq);
-	return ldev->io_mode == SHIM_IO_NOWAIT &&
-	       atomic_read(&sq->inflight) == 1;
-}
-
-static blk_status_t shim_queue_rq(struct blk_mq_hw_ctx *hctx,
-				  const struct blk_mq_queue_data *bd)
-{
-	struct shim_queue *sq = hctx->driver_data;
-	struct request *rq = bd->rq;
-	struct shim_cmd *cmd = blk_mq_rq_to_pdu(rq);
-	struct loop_dev *ldev = rq->q->queuedata;
-	bool rw = req_op(rq) == REQ_OP_READ || req_op(rq) == REQ_OP_WRITE;
-	int ret;
-
-	blk_mq_start_request(rq);
-	/* Pairs with shim_configure(): bound means file and mode are set. */
-	if (smp_load_acquire(&ldev->state) != LD_BOUND)
-		return BLK_STS_IOERR;
-	cmd->write = op_is_write(req_op(rq));
-	if (cmd->write && (ldev->flags & LO_FLAGS_READ_ONLY))
-		return BLK_STS_IOERR;
-	cmd->bvec = NULL;
-	cmd->deferred = false;
-	cmd->blkcg_css = NULL;
-	cmd->memcg_css = NULL;
-	if (ldev->io_mode == SHIM_IO_INLINE)
-		WRITE_ONCE(sq->arrivals, sq->arrivals + 1);
-	if (rw) {
-		if (shim_setup_iter(cmd, rq))
-			return BLK_STS_RESOURCE;
-		cmd->start_pos = ((loff_t)blk_rq_pos(rq) << SECTOR_SHIFT) +
-				 ldev->offset;
-		cmd->pos = cmd->start_pos;
-	}
-
-	atomic_inc(&sq->inflight);
-	/*
-	 * A kernel thread (the flusher writing back a cgroup's pages) hands
-	 * its requests to the worker, which charges the bio's cgroups.
-	 */
-	if (rw && !(current->flags & PF_KTHREAD) &&
-	    shim_may_serve_inline(ldev, sq, rq, bd->last)) {
-		if (ldev->io_mode == SHIM_IO_INLINE)
-			ret = shim_rw_inline(ldev, cmd);
-		else
-			ret = shim_rw(ldev, cmd, true);
-		if (ret == -EIOCBQUEUED)
-			return BLK_STS_OK;
-		if (ret != -EAGAIN) {
-			shim_end_request(cmd, ret);
-			return BLK_STS_OK;
-		}
-	}
-	shim_charge(cmd);
-	shim_defer(sq, cmd);
-	return BLK_STS_OK;
-}
-
-static int shim_init_hctx(struct blk_mq_hw_ctx *hctx, void *data,
-			  unsigned int index)
-{
-	struct loop_dev *ldev = data;
-
-	hctx->driver_data = &ldev->queues[index];
-	return 0;
-}
-
-static const struct blk_mq_ops shim_mq_ops = {
-	.queue_rq	= shim_queue_rq,
-	.complete	= shim_complete_rq,
-	.init_hctx	= shim_init_hctx,
-};
 
 /* ---- configuration ---- */
 
@@ -859,13 +110,13 @@ static const struct blk_mq_ops shim_mq_ops = {
  * past the disk's minors have the extended major), or a file on a
  * filesystem mounted from one.
  */
-static struct block_device *shim_file_bdev(struct file *file)
+static struct block_device *loop_dev_file_bdev(struct file *file)
 {
 	struct inode *inode = file->f_mapping->host;
 	struct block_device *bdev;
 
 	bdev = S_ISBLK(inode->i_mode) ? I_BDEV(inode) : inode->i_sb->s_bdev;
-	if (!bdev || bdev->bd_disk->fops != &shim_fops)
+	if (!bdev || bdev->bd_disk->fops != &loop_dev_fops)
 		return NULL;
 	return bdev;
 }
@@ -877,13 +128,13 @@ static struct block_device *shim_file_bdev(struct file *file)
  * mounted from one of these (EINVAL). The device would wait on its own
  * I/O.
  */
-static int shim_validate_file(struct file *file, struct block_device *bdev)
+static int loop_dev_validate_file(struct file *file, struct block_device *bdev)
 {
 	struct file *f = file;
 
-	lockdep_assert_held(&ldev_chain_lock);
+	lockdep_assert_held(&loop_dev_chain_lock);
 	for (;;) {
-		struct block_device *below = shim_file_bdev(f);
+		struct block_device *below = loop_dev_file_bdev(f);
 		struct inode *inode = f->f_mapping->host;
 		struct loop_dev *l;
 
@@ -893,7 +144,7 @@ static int shim_validate_file(struct file *file, struct block_device *bdev)
 			return S_ISBLK(inode->i_mode) &&
 			       inode->i_rdev == bdev->bd_dev ? -EBADF : -EINVAL;
 		l = below->bd_disk->private_data;
-		if (l->state != LD_BOUND)
+		if (l->state != LOOP_DEV_BOUND)
 			return -EINVAL;
 		f = l->file;
 	}
@@ -903,7 +154,7 @@ static int shim_validate_file(struct file *file, struct block_device *bdev)
 }
 
 /* Can the device do its I/O through @file at all? */
-static int shim_check_file_ops(struct file *file)
+static int loop_dev_check_file_ops(struct file *file)
 {
 	if (!file->f_op->read_iter)
 		return -EINVAL;
@@ -921,29 +172,48 @@ static int shim_check_file_ops(struct file *file)
 }
 
 /*
+ * The file @fd names, for LOOP_CONFIGURE (LOOP_SET_FD) or LOOP_CHANGE_FD,
+ * if the device can do its I/O through it; an ERR_PTR() if not.
+ */
+static struct file *loop_dev_fget_backing(unsigned int fd)
+{
+	struct file *file = fget(fd);
+	int err;
+
+	if (!file)
+		return ERR_PTR(-EBADF);
+	err = loop_dev_check_file_ops(file);
+	if (err) {
+		fput(file);
+		return ERR_PTR(err);
+	}
+	return file;
+}
+
+/*
  * May @file back @ldev, opened as @bdev, with @flags? The same checks for
  * a first bind and for LOOP_CHANGE_FD, in the in-tree driver's order: the
  * chain of backing files, the owner's policy, then the flags.
  */
-static noinline int shim_may_back(struct loop_dev *ldev,
-				  struct block_device *bdev,
-				  struct file *file, u32 flags)
+static noinline int loop_dev_may_back(struct loop_dev *ldev,
+				      struct block_device *bdev,
+				      struct file *file, u32 flags)
 {
 	int err;
 
-	err = shim_validate_file(file, bdev);
+	err = loop_dev_validate_file(file, bdev);
 	if (!err)
 		err = ldev->ops->check_backing(ldev, file);
 	if (err)
 		return err;
 	if (flags & ~LOOP_CONFIGURE_SETTABLE_FLAGS)
 		return -EINVAL;
-	if ((flags & LO_FLAGS_PARTSCAN) && !shim_partscan_allowed(ldev))
+	if ((flags & LO_FLAGS_PARTSCAN) && !loop_dev_partscan_allowed(ldev))
 		return -EPERM;
 	return 0;
 }
 
-ALLOW_ERROR_INJECTION(shim_may_back, ERRNO);
+ALLOW_ERROR_INJECTION(loop_dev_may_back, ERRNO);
 
 /*
  * Device writes land at any offset of the file: only a file its opener may
@@ -951,7 +221,7 @@ ALLOW_ERROR_INJECTION(shim_may_back, ERRNO);
  * an immutable file gives a read-only one, as an fd without write access
  * does.
  */
-static bool shim_file_writable(struct file *file)
+static bool loop_dev_file_writable(struct file *file)
 {
 	struct inode *inode = file_inode(file);
 
@@ -966,7 +236,8 @@ static bool shim_file_writable(struct file *file)
  * both exist when it can: a block device passes on what it has; a file
  * needs fallocate and works in units of its filesystem's blocks.
  */
-static void shim_discard_config(struct loop_dev *ldev, struct compat_limits *cl)
+static void loop_dev_discard_config(struct loop_dev *ldev,
+				    struct loop_dev_limits *lim)
 {
 	struct file *file = ldev->file;
 	struct inode *inode = file->f_mapping->host;
@@ -979,12 +250,12 @@ static void shim_discard_config(struct loop_dev *ldev, struct compat_limits *cl)
 		granularity = bdev_physical_block_size(bdev);
 	} else if (file->f_op->fallocate) {
 		sectors = UINT_MAX >> SECTOR_SHIFT;
-		granularity = max_t(unsigned int, cl->logical_block_size,
+		granularity = max_t(unsigned int, lim->logical_block_size,
 				    inode->i_sb->s_blocksize);
 	}
-	cl->max_discard_sectors = sectors;
-	cl->max_write_zeroes_sectors = sectors;
-	cl->discard_granularity = sectors ? granularity : 0;
+	lim->max_discard_sectors = sectors;
+	lim->max_write_zeroes_sectors = sectors;
+	lim->discard_granularity = sectors ? granularity : 0;
 }
 
 /*
@@ -993,9 +264,10 @@ static void shim_discard_config(struct loop_dev *ldev, struct compat_limits *cl)
  * Without one given, 512 bytes, or under direct I/O the backing device's
  * logical block size.
  */
-static unsigned int shim_block_size(struct loop_dev *ldev, unsigned int bsize)
+static unsigned int loop_dev_block_size(struct loop_dev *ldev,
+					unsigned int bsize)
 {
-	struct block_device *backing = shim_backing_bdev(ldev->file);
+	struct block_device *backing = loop_dev_backing_bdev(ldev->file);
 
 	if (bsize)
 		return bsize;
@@ -1005,53 +277,35 @@ static unsigned int shim_block_size(struct loop_dev *ldev, unsigned int bsize)
 }
 
 /* Caller has the queue frozen or the device unbound. */
-static noinline int shim_apply_limits(struct loop_dev *ldev,
-				      unsigned int bsize)
+static noinline int loop_dev_apply_limits(struct loop_dev *ldev,
+					  unsigned int bsize)
 {
-	struct block_device *backing = shim_backing_bdev(ldev->file);
-	struct compat_limits cl = { };
+	struct block_device *backing = loop_dev_backing_bdev(ldev->file);
+	struct loop_dev_limits lim = { };
 
 	lockdep_assert_held(&ldev->lock);
-	bsize = shim_block_size(ldev, bsize);
-	cl.logical_block_size = bsize;
-	cl.physical_block_size = bsize;
-	cl.io_min = bsize;
-	shim_discard_config(ldev, &cl);
+	bsize = loop_dev_block_size(ldev, bsize);
+	lim.logical_block_size = bsize;
+	lim.physical_block_size = bsize;
+	lim.io_min = bsize;
+	loop_dev_discard_config(ldev, &lim);
 	/* A flush means an fsync of the file, pointless when read-only. */
-	cl.write_cache = ldev->file->f_op->fsync &&
+	lim.write_cache = ldev->file->f_op->fsync &&
 			 !(ldev->flags & LO_FLAGS_READ_ONLY);
-	cl.rotational = backing && !bdev_nonrot(backing);
-	return compat_apply_limits(ldev->disk->queue, &cl);
+	lim.rotational = backing && !bdev_nonrot(backing);
+	return compat_apply_limits(ldev->disk->queue, &lim);
 }
 
-ALLOW_ERROR_INJECTION(shim_apply_limits, ERRNO);
-
-static enum shim_io_mode shim_pick_io_mode(struct loop_dev *ldev)
-{
-	struct file *file = ldev->file;
-
-	/*
-	 * Loop on loop: served inline, the lower device's locks would nest
-	 * inside the upper one's submission (lockdep: recursive locking).
-	 * Checked first: a device node usually lives on (dev)tmpfs.
-	 */
-	if (S_ISBLK(file_inode(file)->i_mode))
-		return SHIM_IO_WORKER;
-	if (!ldev->use_dio && file_inode(file)->i_sb->s_magic == TMPFS_MAGIC)
-		return SHIM_IO_INLINE;
-	if (file->f_mode & FMODE_NOWAIT)
-		return SHIM_IO_NOWAIT;
-	return SHIM_IO_WORKER;
-}
+ALLOW_ERROR_INJECTION(loop_dev_apply_limits, ERRNO);
 
 /*
  * The queue is frozen when the device is bound. Switching between buffered
  * and direct I/O syncs the file when @sync.
  */
-static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
+static void __loop_dev_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 {
 	struct file *file = ldev->file;
-	struct block_device *backing = shim_backing_bdev(file);
+	struct block_device *backing = loop_dev_backing_bdev(file);
 	unsigned int lbs = queue_logical_block_size(ldev->disk->queue);
 	bool use = dio && (file->f_mode & FMODE_CAN_ODIRECT);
 
@@ -1066,19 +320,19 @@ static void __shim_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 		ldev->flags |= LO_FLAGS_DIRECT_IO;
 	else
 		ldev->flags &= ~LO_FLAGS_DIRECT_IO;
-	ldev->io_mode = shim_pick_io_mode(ldev);
+	ldev->io_mode = loop_dev_pick_io_mode(ldev);
 }
 
-static void shim_update_dio(struct loop_dev *ldev, bool dio)
+static void loop_dev_update_dio(struct loop_dev *ldev, bool dio)
 {
-	__shim_update_dio(ldev, dio, true);
+	__loop_dev_update_dio(ldev, dio, true);
 }
 
 /*
  * Freeze @q, waiting for requests in flight, which may wait on the backing
  * file for as long as it pleases; -EINTR, unfrozen, on a fatal signal.
  */
-static int shim_freeze_killable(struct request_queue *q)
+static int loop_dev_freeze_killable(struct request_queue *q)
 {
 	blk_freeze_queue_start(q);
 	while (!blk_mq_freeze_queue_wait_timeout(q, HZ / 10)) {
@@ -1090,14 +344,14 @@ static int shim_freeze_killable(struct request_queue *q)
 	return 0;
 }
 
-static void shim_set_capacity(struct loop_dev *ldev, sector_t sectors)
+static void loop_dev_set_capacity(struct loop_dev *ldev, sector_t sectors)
 {
 	if (!set_capacity_and_notify(ldev->disk, sectors))
 		kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 }
 
-static int shim_status_from_info(struct loop_dev *ldev,
-				 const struct loop_info64 *info)
+static int loop_dev_status_from_info(struct loop_dev *ldev,
+				     const struct loop_info64 *info)
 {
 	if ((unsigned int)info->lo_encrypt_key_size > LO_KEY_SIZE)
 		return -EINVAL;
@@ -1113,13 +367,13 @@ static int shim_status_from_info(struct loop_dev *ldev,
 	return 0;
 }
 
-static void shim_partitions_changed(struct loop_dev *ldev, bool can_block)
+static void loop_dev_partitions_changed(struct loop_dev *ldev, bool can_block)
 {
 	if (!READ_ONCE(ldev->orphan))
 		ldev->ops->partitions_changed(ldev, can_block);
 }
 
-static void shim_reread_partitions(struct loop_dev *ldev)
+static void loop_dev_reread_partitions(struct loop_dev *ldev)
 {
 	int ret;
 
@@ -1129,12 +383,12 @@ static void shim_reread_partitions(struct loop_dev *ldev)
 	if (ret)
 		pr_warn("%s: partition scan failed (%d)\n",
 			ldev->disk->disk_name, ret);
-	shim_partitions_changed(ldev, true);
+	loop_dev_partitions_changed(ldev, true);
 }
 
 /* ---- sysfs: /sys/block/<name>/loop/ ---- */
 
-static struct loop_dev *dev_to_ldev(struct device *dev)
+static struct loop_dev *loop_dev_from_dev(struct device *dev)
 {
 	return dev_to_disk(dev)->private_data;
 }
@@ -1142,7 +396,7 @@ static struct loop_dev *dev_to_ldev(struct device *dev)
 static ssize_t backing_file_show(struct device *dev,
 				 struct device_attribute *attr, char *buf)
 {
-	struct loop_dev *ldev = dev_to_ldev(dev);
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
 	struct file *file;
 	char *p = NULL;
 	ssize_t ret;
@@ -1168,39 +422,45 @@ static ssize_t backing_file_show(struct device *dev,
 static ssize_t offset_show(struct device *dev, struct device_attribute *attr,
 			   char *buf)
 {
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
+
 	return sysfs_emit(buf, "%llu\n",
-			  (unsigned long long)READ_ONCE(dev_to_ldev(dev)->offset));
+			  (unsigned long long)READ_ONCE(ldev->offset));
 }
 
 static ssize_t sizelimit_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
+
 	return sysfs_emit(buf, "%llu\n",
-			  (unsigned long long)READ_ONCE(dev_to_ldev(dev)->sizelimit));
+			  (unsigned long long)READ_ONCE(ldev->sizelimit));
 }
 
-static ssize_t shim_flag_show(struct device *dev, char *buf, int flag)
+static ssize_t loop_dev_flag_show(struct device *dev, char *buf, int flag)
 {
-	return sysfs_emit(buf, "%s\n", READ_ONCE(dev_to_ldev(dev)->flags) &
-			  flag ? "1" : "0");
+	struct loop_dev *ldev = loop_dev_from_dev(dev);
+
+	return sysfs_emit(buf, "%s\n",
+			  READ_ONCE(ldev->flags) & flag ? "1" : "0");
 }
 
 static ssize_t autoclear_show(struct device *dev,
 			      struct device_attribute *attr, char *buf)
 {
-	return shim_flag_show(dev, buf, LO_FLAGS_AUTOCLEAR);
+	return loop_dev_flag_show(dev, buf, LO_FLAGS_AUTOCLEAR);
 }
 
 static ssize_t partscan_show(struct device *dev,
 			     struct device_attribute *attr, char *buf)
 {
-	return shim_flag_show(dev, buf, LO_FLAGS_PARTSCAN);
+	return loop_dev_flag_show(dev, buf, LO_FLAGS_PARTSCAN);
 }
 
 static ssize_t dio_show(struct device *dev, struct device_attribute *attr,
 			char *buf)
 {
-	return shim_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
+	return loop_dev_flag_show(dev, buf, LO_FLAGS_DIRECT_IO);
 }
 
 /*
@@ -1216,7 +476,7 @@ static DEVICE_ATTR_RO(autoclear);
 static DEVICE_ATTR_RO(partscan);
 static DEVICE_ATTR_RO(dio);
 
-static struct attribute *shim_attrs[] = {
+static struct attribute *loop_dev_attrs[] = {
 	&dev_attr_backing_file.attr,
 	&dev_attr_offset.attr,
 	&dev_attr_sizelimit.attr,
@@ -1226,30 +486,31 @@ static struct attribute *shim_attrs[] = {
 	NULL,
 };
 
-static const struct attribute_group shim_attr_group = {
+static const struct attribute_group loop_dev_attr_group = {
 	.name = "loop",
-	.attrs = shim_attrs,
+	.attrs = loop_dev_attrs,
 };
 
-static void shim_sysfs_add(struct loop_dev *ldev)
+static void loop_dev_sysfs_add(struct loop_dev *ldev)
 {
 	struct kobject *kobj = &disk_to_dev(ldev->disk)->kobj;
 
-	if (sysfs_create_group(kobj, &shim_attr_group))
+	if (sysfs_create_group(kobj, &loop_dev_attr_group))
 		return;
 	ldev->sysfs_added = true;
-	if (sysfs_group_change_owner(kobj, &shim_attr_group, ldev->uid,
+	if (sysfs_group_change_owner(kobj, &loop_dev_attr_group, ldev->uid,
 				     ldev->gid))
 		pr_warn("%s: cannot hand sysfs to the instance owner\n",
 			ldev->disk->disk_name);
 }
 
 /* Only a group that was created may be removed (removal would WARN). */
-static void shim_sysfs_remove(struct loop_dev *ldev)
+static void loop_dev_sysfs_remove(struct loop_dev *ldev)
 {
 	if (!ldev->sysfs_added)
 		return;
-	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj, &shim_attr_group);
+	sysfs_remove_group(&disk_to_dev(ldev->disk)->kobj,
+			   &loop_dev_attr_group);
 	ldev->sysfs_added = false;
 }
 
@@ -1260,25 +521,25 @@ static void shim_sysfs_remove(struct loop_dev *ldev)
  * devices: they hold its lock, then the chain lock. Both are waited for
  * killably, since either may be held while a backing file takes its time.
  */
-static int shim_lock_for_bind(struct loop_dev *ldev)
+static int loop_dev_lock_for_bind(struct loop_dev *ldev)
 {
 	if (mutex_lock_killable(&ldev->lock))
 		return -EINTR;
-	if (mutex_lock_killable(&ldev_chain_lock)) {
+	if (mutex_lock_killable(&loop_dev_chain_lock)) {
 		mutex_unlock(&ldev->lock);
 		return -EINTR;
 	}
 	return 0;
 }
 
-static void shim_unlock_for_bind(struct loop_dev *ldev)
+static void loop_dev_unlock_for_bind(struct loop_dev *ldev)
 {
-	mutex_unlock(&ldev_chain_lock);
+	mutex_unlock(&loop_dev_chain_lock);
 	mutex_unlock(&ldev->lock);
 }
 
 /* An unbound device reports no configuration. */
-static void shim_reset_config(struct loop_dev *ldev)
+static void loop_dev_reset_config(struct loop_dev *ldev)
 {
 	ldev->offset = 0;
 	ldev->sizelimit = 0;
@@ -1293,7 +554,7 @@ static void shim_reset_config(struct loop_dev *ldev)
  * allocates without I/O or filesystem reclaim; the file being replaced
  * gets its own mask back.
  */
-static void shim_set_file(struct loop_dev *ldev, struct file *file)
+static void loop_dev_set_file(struct loop_dev *ldev, struct file *file)
 {
 	struct file *old = ldev->file;
 
@@ -1309,19 +570,17 @@ static void shim_set_file(struct loop_dev *ldev, struct file *file)
 			     ldev->old_gfp_mask & ~(__GFP_IO | __GFP_FS));
 }
 
-static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
-			  struct block_device *bdev,
-			  const struct loop_config *config)
+static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
+			      struct block_device *bdev,
+			      const struct loop_config *config)
 {
-	struct file *file = fget(config->fd);
+	struct file *file;
 	bool partscan;
 	int err;
 
-	if (!file)
-		return -EBADF;
-	err = shim_check_file_ops(file);
-	if (err)
-		goto out_putf;
+	file = loop_dev_fget_backing(config->fd);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
 	/*
 	 * Direct I/O starts with a sync of the file, which may wait on its
 	 * filesystem for good: done here, before any lock is taken.
@@ -1335,25 +594,25 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 		}
 	}
 	/* Nobody may change the device under an exclusive opener. */
-	if (!(mode & COMPAT_BLK_OPEN_EXCL)) {
-		err = compat_prepare_to_claim(bdev, shim_configure);
+	if (!(mode & BLK_OPEN_EXCL)) {
+		err = bd_prepare_to_claim(bdev, loop_dev_configure, NULL);
 		if (err)
 			goto out_putf;
 	}
-	err = shim_lock_for_bind(ldev);
+	err = loop_dev_lock_for_bind(ldev);
 	if (err)
 		goto out_claim;
 	/* A bound device's configuration is not this call's to undo. */
 	err = -EBUSY;
-	if (ldev->state != LD_UNBOUND)
+	if (ldev->state != LOOP_DEV_UNBOUND)
 		goto out_unlock;
-	err = shim_may_back(ldev, bdev, file, config->info.lo_flags);
+	err = loop_dev_may_back(ldev, bdev, file, config->info.lo_flags);
 	if (err)
 		goto out_reset;
 	err = -EINVAL;
 	if (config->block_size && blk_validate_block_size(config->block_size))
 		goto out_reset;
-	err = shim_status_from_info(ldev, &config->info);
+	err = loop_dev_status_from_info(ldev, &config->info);
 	if (err)
 		goto out_reset;
 	if (config->info.lo_flags & LO_FLAGS_PARTSCAN) {
@@ -1362,69 +621,69 @@ static int shim_configure(struct loop_dev *ldev, compat_blk_mode_t mode,
 			goto out_reset;
 	}
 	ldev->flags = config->info.lo_flags;
-	if (!shim_file_writable(file) || !(mode & COMPAT_BLK_OPEN_WRITE))
+	if (!loop_dev_file_writable(file) || !(mode & BLK_OPEN_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
-	compat_force_media_change(ldev->disk);
+	disk_force_media_change(ldev->disk);
 	set_disk_ro(ldev->disk, ldev->flags & LO_FLAGS_READ_ONLY);
 
 	/*
 	 * No freeze (an RCU grace period): while the device is unbound the
 	 * I/O path reads none of this, and the state is published last.
 	 */
-	shim_set_file(ldev, file);
+	loop_dev_set_file(ldev, file);
 	ldev->use_dio = false;
-	err = shim_apply_limits(ldev, config->block_size);
-	if (!err)
-		__shim_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO,
-				  false);
+	err = loop_dev_apply_limits(ldev, config->block_size);
 	if (err) {
-		shim_set_file(ldev, NULL);
+		loop_dev_set_file(ldev, NULL);
 		dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 		goto out_uncharge;
 	}
-	shim_sysfs_add(ldev);
-	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit, file));
-	/* Publish file and I/O mode before the state (shim_queue_rq). */
-	smp_store_release(&ldev->state, LD_BOUND);
-	mutex_unlock(&ldev_chain_lock);
+	__loop_dev_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO, false);
+	loop_dev_sysfs_add(ldev);
+	loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
+						  ldev->sizelimit, file));
+	/* Publish file and I/O mode before the state (loop_dev_queue_rq). */
+	smp_store_release(&ldev->state, LOOP_DEV_BOUND);
+	mutex_unlock(&loop_dev_chain_lock);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
-	compat_set_partscan(ldev->disk, partscan);
+	if (partscan)
+		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	mutex_unlock(&ldev->lock);
 
 	if (partscan)
-		shim_reread_partitions(ldev);
-	if (!(mode & COMPAT_BLK_OPEN_EXCL))
-		bd_abort_claiming(bdev, shim_configure);
+		loop_dev_reread_partitions(ldev);
+	if (!(mode & BLK_OPEN_EXCL))
+		bd_abort_claiming(bdev, loop_dev_configure);
 	return 0;
 
 out_uncharge:
 	if (ldev->flags & LO_FLAGS_PARTSCAN)
 		ldev->ops->uncharge_partscan(ldev);
 out_reset:
-	shim_reset_config(ldev);
+	loop_dev_reset_config(ldev);
 out_unlock:
-	shim_unlock_for_bind(ldev);
+	loop_dev_unlock_for_bind(ldev);
 out_claim:
-	if (!(mode & COMPAT_BLK_OPEN_EXCL))
-		bd_abort_claiming(bdev, shim_configure);
+	if (!(mode & BLK_OPEN_EXCL))
+		bd_abort_claiming(bdev, loop_dev_configure);
 out_putf:
 	fput(file);
 	return err;
 }
 
 /*
- * Release the backing file of a device in LD_RUNDOWN. @open_mutex_held
+ * Release the backing file of a device in LOOP_DEV_RUNDOWN. @open_mutex_held
  * tells whether the caller (the last close) already holds the disk's
  * open_mutex, which the partition drop needs.
  */
-static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
+static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 {
 	struct request_queue *q = ldev->disk->queue;
-	struct compat_limits cl = {
+	struct loop_dev_limits lim = {
 		.logical_block_size = SECTOR_SIZE,
 		.physical_block_size = SECTOR_SIZE,
 		.io_min = SECTOR_SIZE,
@@ -1433,14 +692,14 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	bool partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 
 	blk_mq_freeze_queue(q);
-	shim_set_file(ldev, NULL);
-	compat_apply_limits(q, &cl);
+	loop_dev_set_file(ldev, NULL);
+	compat_apply_limits(q, &lim);
 	blk_mq_unfreeze_queue(q);
 
 	invalidate_disk(ldev->disk);
-	shim_sysfs_remove(ldev);
+	loop_dev_sysfs_remove(ldev);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
-	compat_force_media_change(ldev->disk);
+	disk_force_media_change(ldev->disk);
 	if (partscan) {
 		int err;
 
@@ -1453,61 +712,59 @@ static void shim_unbind(struct loop_dev *ldev, bool open_mutex_held)
 			pr_warn("%s: partition drop failed (%d)\n",
 				ldev->disk->disk_name, err);
 	}
-	compat_set_partscan(ldev->disk, false);
+	set_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 	if (partscan)
 		ldev->ops->uncharge_partscan(ldev);
 
 	mutex_lock(&ldev->lock);
-	shim_reset_config(ldev);
-	WRITE_ONCE(ldev->state, ldev->orphan ? LD_DELETING : LD_UNBOUND);
+	loop_dev_reset_config(ldev);
+	WRITE_ONCE(ldev->state,
+		   ldev->orphan ? LOOP_DEV_DELETING : LOOP_DEV_UNBOUND);
 	mutex_unlock(&ldev->lock);
 	/* fput() may close a device below us: no lock of ours held. */
 	fput(file);
 }
 
-static int shim_clr_fd(struct loop_dev *ldev)
+static int loop_dev_clr_fd(struct loop_dev *ldev)
 {
 	bool now;
 	int err;
 
-	err = shim_lock_for_bind(ldev);
+	err = loop_dev_lock_for_bind(ldev);
 	if (err)
 		return err;
-	if (ldev->state != LD_BOUND) {
-		shim_unlock_for_bind(ldev);
+	if (ldev->state != LOOP_DEV_BOUND) {
+		loop_dev_unlock_for_bind(ldev);
 		return -ENXIO;
 	}
 	/* With other openers, clear on the last close (autoclear). */
 	ldev->flags |= LO_FLAGS_AUTOCLEAR;
 	now = disk_openers(ldev->disk) == 1;
 	if (now)
-		WRITE_ONCE(ldev->state, LD_RUNDOWN);
-	shim_unlock_for_bind(ldev);
+		WRITE_ONCE(ldev->state, LOOP_DEV_RUNDOWN);
+	loop_dev_unlock_for_bind(ldev);
 	if (now) {
-		shim_unbind(ldev, false);
-		shim_partitions_changed(ldev, true);
+		loop_dev_unbind(ldev, false);
+		loop_dev_partitions_changed(ldev, true);
 	}
 	return 0;
 }
 
-static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
-			  unsigned int fd)
+static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
+			      unsigned int fd)
 {
-	struct file *file = fget(fd);
-	struct file *old;
+	struct file *file, *old;
 	bool partscan;
 	int err;
 
-	if (!file)
-		return -EBADF;
-	err = shim_check_file_ops(file);
-	if (err)
-		goto out_putf;
+	file = loop_dev_fget_backing(fd);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out_putf;
 	err = -ENXIO;
-	if (ldev->state != LD_BOUND)
+	if (ldev->state != LOOP_DEV_BOUND)
 		goto out_unlock;
 	/* Only a read-only device may switch its backing file. */
 	err = -EINVAL;
@@ -1517,33 +774,33 @@ static int shim_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	 * Requests in flight may wait on the old file for good: wait for
 	 * them before, not while, holding the chain lock.
 	 */
-	err = shim_freeze_killable(ldev->disk->queue);
+	err = loop_dev_freeze_killable(ldev->disk->queue);
 	if (err)
 		goto out_unlock;
-	err = mutex_lock_killable(&ldev_chain_lock);
+	err = mutex_lock_killable(&loop_dev_chain_lock);
 	if (err)
 		goto out_unfreeze;
-	err = shim_may_back(ldev, bdev, file, ldev->flags);
+	err = loop_dev_may_back(ldev, bdev, file, ldev->flags);
 	old = ldev->file;
-	if (!err && shim_size(ldev->offset, ldev->sizelimit, file) !=
-		    shim_size(ldev->offset, ldev->sizelimit, old))
+	if (!err && loop_dev_size(ldev->offset, ldev->sizelimit, file) !=
+		    loop_dev_size(ldev->offset, ldev->sizelimit, old))
 		err = -EINVAL;
 	if (err) {
-		mutex_unlock(&ldev_chain_lock);
+		mutex_unlock(&loop_dev_chain_lock);
 		goto out_unfreeze;
 	}
-	shim_set_file(ldev, file);
-	mutex_unlock(&ldev_chain_lock);
+	loop_dev_set_file(ldev, file);
+	mutex_unlock(&loop_dev_chain_lock);
 
-	compat_force_media_change(ldev->disk);
-	shim_update_dio(ldev, ldev->use_dio);
+	disk_force_media_change(ldev->disk);
+	loop_dev_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	mutex_unlock(&ldev->lock);
 
 	fput(old);
 	if (partscan)
-		shim_reread_partitions(ldev);
+		loop_dev_reread_partitions(ldev);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	return 0;
 
@@ -1556,8 +813,8 @@ out_putf:
 	return err;
 }
 
-static int shim_set_status(struct loop_dev *ldev,
-			   const struct loop_info64 *info)
+static int loop_dev_set_status(struct loop_dev *ldev,
+			       const struct loop_info64 *info)
 {
 	struct block_device *whole = ldev->disk->part0;
 	bool partscan = false, charged = false;
@@ -1566,13 +823,13 @@ static int shim_set_status(struct loop_dev *ldev,
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		return err;
-	if (ldev->state != LD_BOUND) {
+	if (ldev->state != LOOP_DEV_BOUND) {
 		err = -ENXIO;
 		goto out_unlock;
 	}
 	if ((info->lo_flags & LO_FLAGS_PARTSCAN) &&
 	    !(ldev->flags & LO_FLAGS_PARTSCAN)) {
-		err = shim_partscan_allowed(ldev) ?
+		err = loop_dev_partscan_allowed(ldev) ?
 		      ldev->ops->charge_partscan(ldev) : -EPERM;
 		if (err)
 			goto out_unlock;
@@ -1585,18 +842,19 @@ static int shim_set_status(struct loop_dev *ldev,
 	}
 	blk_mq_freeze_queue(ldev->disk->queue);
 	prev = ldev->flags;
-	err = shim_status_from_info(ldev, info);
+	err = loop_dev_status_from_info(ldev, info);
 	if (err)
 		goto out_unfreeze;
 	/* AUTOCLEAR may be set or cleared, PARTSCAN only set. */
 	ldev->flags = (info->lo_flags & LOOP_SET_STATUS_SETTABLE_FLAGS) |
 		      (prev & ~LOOP_SET_STATUS_SETTABLE_FLAGS) |
 		      (prev & ~LOOP_SET_STATUS_CLEARABLE_FLAGS);
-	shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit,
-					  ldev->file));
-	shim_update_dio(ldev, ldev->use_dio);
+	loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
+						  ldev->sizelimit,
+						  ldev->file));
+	loop_dev_update_dio(ldev, ldev->use_dio);
 	if ((ldev->flags & LO_FLAGS_PARTSCAN) && !(prev & LO_FLAGS_PARTSCAN)) {
-		compat_set_partscan(ldev->disk, true);
+		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
 		partscan = true;
 	}
 out_unfreeze:
@@ -1606,11 +864,11 @@ out_unfreeze:
 out_unlock:
 	mutex_unlock(&ldev->lock);
 	if (partscan)
-		shim_reread_partitions(ldev);
+		loop_dev_reread_partitions(ldev);
 	return err;
 }
 
-static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
+static int loop_dev_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 {
 	struct kstat stat;
 	struct path path;
@@ -1619,7 +877,7 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 	ret = mutex_lock_killable(&ldev->lock);
 	if (ret)
 		return ret;
-	if (ldev->state != LD_BOUND) {
+	if (ldev->state != LOOP_DEV_BOUND) {
 		mutex_unlock(&ldev->lock);
 		return -ENXIO;
 	}
@@ -1645,42 +903,42 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
 }
 
 /*
- * struct loop_info and its 32-bit layout share field names with struct
- * loop_info64 but for the file name, so one copy serves every direction.
- * TO_OLD is -EOVERFLOW when a value does not fit.
+ * LOOP_SET_STATUS and LOOP_GET_STATUS pass struct loop_info, whose fields
+ * are narrower than those of struct loop_info64: as in-tree, a value it
+ * cannot hold fails LOOP_GET_STATUS with -EOVERFLOW.
  */
-#define SHIM_INFO_COPY(dst, src) do {					\
-	typeof(dst) d_ = (dst);						\
-	typeof(src) s_ = (src);						\
-									\
-	memset(d_, 0, sizeof(*d_));					\
-	d_->lo_number = s_->lo_number;					\
-	d_->lo_device = s_->lo_device;					\
-	d_->lo_inode = s_->lo_inode;					\
-	d_->lo_rdevice = s_->lo_rdevice;				\
-	d_->lo_offset = s_->lo_offset;					\
-	d_->lo_flags = s_->lo_flags;					\
-} while (0)
+static void loop_dev_info_from_old(const struct loop_info *old,
+				   struct loop_info64 *info)
+{
+	*info = (struct loop_info64) {
+		.lo_number	= old->lo_number,
+		.lo_device	= old->lo_device,
+		.lo_inode	= old->lo_inode,
+		.lo_rdevice	= old->lo_rdevice,
+		.lo_offset	= old->lo_offset,
+		.lo_flags	= old->lo_flags,
+	};
+	memcpy(info->lo_file_name, old->lo_name, LO_NAME_SIZE);
+}
 
-#define SHIM_INFO_FROM_OLD(info, old) do {				\
-	typeof(info) i_ = (info);					\
-	typeof(old) o_ = (old);						\
-									\
-	SHIM_INFO_COPY(i_, o_);						\
-	memcpy(i_->lo_file_name, o_->lo_name, LO_NAME_SIZE);		\
-} while (0)
-
-#define SHIM_INFO_TO_OLD(old, info) ({					\
-	typeof(old) o_ = (old);						\
-	typeof(info) i_ = (info);					\
-									\
-	SHIM_INFO_COPY(o_, i_);						\
-	memcpy(o_->lo_name, i_->lo_file_name, LO_NAME_SIZE);		\
-	(o_->lo_device != i_->lo_device ||				\
-	 o_->lo_rdevice != i_->lo_rdevice ||				\
-	 o_->lo_inode != i_->lo_inode ||				\
-	 o_->lo_offset != i_->lo_offset) ? -EOVERFLOW : 0;		\
-})
+static int loop_dev_info_to_old(const struct loop_info64 *info,
+				struct loop_info *old)
+{
+	memset(old, 0, sizeof(*old));
+	old->lo_number = info->lo_number;
+	old->lo_device = info->lo_device;
+	old->lo_inode = info->lo_inode;
+	old->lo_rdevice = info->lo_rdevice;
+	old->lo_offset = info->lo_offset;
+	old->lo_flags = info->lo_flags;
+	memcpy(old->lo_name, info->lo_file_name, LO_NAME_SIZE);
+	if (old->lo_device != info->lo_device ||
+	    old->lo_rdevice != info->lo_rdevice ||
+	    old->lo_inode != info->lo_inode ||
+	    old->lo_offset != info->lo_offset)
+		return -EOVERFLOW;
+	return 0;
+}
 
 /*
  * LOOP_SET_BLOCK_SIZE's argument, read as the running kernel's in-tree
@@ -1688,7 +946,7 @@ static int shim_get_status(struct loop_dev *ldev, struct loop_info64 *info)
  * its low 32 bits, 0 meaning the default, and the limits commit rejects
  * the rest.
  */
-static int shim_block_size_arg(unsigned long arg, unsigned int *bsize)
+static int loop_dev_block_size_arg(unsigned long arg, unsigned int *bsize)
 {
 	*bsize = (unsigned int)arg;
 	if (COMPAT_HAVE_QUEUE_LIMITS)
@@ -1696,43 +954,43 @@ static int shim_block_size_arg(unsigned long arg, unsigned int *bsize)
 	return blk_validate_block_size(arg);
 }
 
-static int shim_set_block_size(struct loop_dev *ldev, compat_blk_mode_t mode,
-			       struct block_device *bdev, unsigned long arg)
+static int loop_dev_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
+				   struct block_device *bdev, unsigned long arg)
 {
 	unsigned int bsize;
 	int err;
 
-	if (!(mode & COMPAT_BLK_OPEN_EXCL)) {
-		err = compat_prepare_to_claim(bdev, shim_set_block_size);
+	if (!(mode & BLK_OPEN_EXCL)) {
+		err = bd_prepare_to_claim(bdev, loop_dev_set_block_size, NULL);
 		if (err)
 			return err;
 	}
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out_claim;
-	if (ldev->state != LD_BOUND) {
+	if (ldev->state != LOOP_DEV_BOUND) {
 		err = -ENXIO;
 		goto out_unlock;
 	}
-	err = shim_block_size_arg(arg, &bsize);
+	err = loop_dev_block_size_arg(arg, &bsize);
 	if (err || queue_logical_block_size(ldev->disk->queue) == bsize)
 		goto out_unlock;
 	sync_blockdev(ldev->disk->part0);
 	invalidate_bdev(ldev->disk->part0);
 	blk_mq_freeze_queue(ldev->disk->queue);
-	err = shim_apply_limits(ldev, bsize);
-	shim_update_dio(ldev, ldev->use_dio);
+	err = loop_dev_apply_limits(ldev, bsize);
+	loop_dev_update_dio(ldev, ldev->use_dio);
 	blk_mq_unfreeze_queue(ldev->disk->queue);
 out_unlock:
 	mutex_unlock(&ldev->lock);
 out_claim:
-	if (!(mode & COMPAT_BLK_OPEN_EXCL))
-		bd_abort_claiming(bdev, shim_set_block_size);
+	if (!(mode & BLK_OPEN_EXCL))
+		bd_abort_claiming(bdev, loop_dev_set_block_size);
 	return err;
 }
 
-static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
-			     unsigned long arg)
+static int loop_dev_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
+				 unsigned long arg)
 {
 	int err = mutex_lock_killable(&ldev->lock);
 
@@ -1740,14 +998,15 @@ static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
 		return err;
 	if (cmd != LOOP_SET_CAPACITY && cmd != LOOP_SET_DIRECT_IO) {
 		err = -EINVAL;
-	} else if (ldev->state != LD_BOUND) {
+	} else if (ldev->state != LOOP_DEV_BOUND) {
 		err = -ENXIO;
 	} else if (cmd == LOOP_SET_CAPACITY) {
-		shim_set_capacity(ldev, shim_size(ldev->offset, ldev->sizelimit,
-						  ldev->file));
+		loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
+							  ldev->sizelimit,
+							  ldev->file));
 	} else {
 		blk_mq_freeze_queue(ldev->disk->queue);
-		shim_update_dio(ldev, !!arg);
+		loop_dev_update_dio(ldev, !!arg);
 		blk_mq_unfreeze_queue(ldev->disk->queue);
 		if (ldev->use_dio != !!arg)
 			err = -EINVAL;
@@ -1760,14 +1019,14 @@ static int shim_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
  * What the in-tree driver allows to CAP_SYS_ADMIN in the initial user
  * namespace, loopfs allows to CAP_SYS_ADMIN in the instance's namespace.
  */
-static bool shim_may_admin(struct loop_dev *ldev, compat_blk_mode_t mode)
+static bool loop_dev_may_admin(struct loop_dev *ldev, blk_mode_t mode)
 {
-	return (mode & COMPAT_BLK_OPEN_WRITE) ||
+	return (mode & BLK_OPEN_WRITE) ||
 	       ns_capable(ldev->user_ns, CAP_SYS_ADMIN);
 }
 
-static int shim_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
-		      unsigned int cmd, unsigned long arg)
+static int loop_dev_ioctl(struct block_device *bdev, blk_mode_t mode,
+			  unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
 	void __user *argp = (void __user *)arg;
@@ -1780,55 +1039,55 @@ static int shim_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
 	case LOOP_SET_FD:
 		memset(&config, 0, sizeof(config));
 		config.fd = arg;
-		return shim_configure(ldev, mode, bdev, &config);
+		return loop_dev_configure(ldev, mode, bdev, &config);
 	case LOOP_CONFIGURE:
 		if (copy_from_user(&config, argp, sizeof(config)))
 			return -EFAULT;
-		return shim_configure(ldev, mode, bdev, &config);
+		return loop_dev_configure(ldev, mode, bdev, &config);
 	case LOOP_CHANGE_FD:
-		return shim_change_fd(ldev, bdev, arg);
+		return loop_dev_change_fd(ldev, bdev, arg);
 	case LOOP_CLR_FD:
-		return shim_clr_fd(ldev);
+		return loop_dev_clr_fd(ldev);
 	case LOOP_SET_STATUS:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
 		if (copy_from_user(&old, argp, sizeof(old)))
 			return -EFAULT;
-		SHIM_INFO_FROM_OLD(&info, &old);
-		return shim_set_status(ldev, &info);
+		loop_dev_info_from_old(&old, &info);
+		return loop_dev_set_status(ldev, &info);
 	case LOOP_SET_STATUS64:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
 		if (copy_from_user(&info, argp, sizeof(info)))
 			return -EFAULT;
-		return shim_set_status(ldev, &info);
+		return loop_dev_set_status(ldev, &info);
 	case LOOP_GET_STATUS:
 		if (!argp)
 			return -EINVAL;
-		err = shim_get_status(ldev, &info);
+		err = loop_dev_get_status(ldev, &info);
 		if (!err)
-			err = SHIM_INFO_TO_OLD(&old, &info);
+			err = loop_dev_info_to_old(&info, &old);
 		if (!err && copy_to_user(argp, &old, sizeof(old)))
 			err = -EFAULT;
 		return err;
 	case LOOP_GET_STATUS64:
 		if (!argp)
 			return -EINVAL;
-		err = shim_get_status(ldev, &info);
+		err = loop_dev_get_status(ldev, &info);
 		if (!err && copy_to_user(argp, &info, sizeof(info)))
 			err = -EFAULT;
 		return err;
 	case LOOP_SET_BLOCK_SIZE:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
-		return shim_set_block_size(ldev, mode, bdev, arg);
+		return loop_dev_set_block_size(ldev, mode, bdev, arg);
 	case LOOP_SET_CAPACITY:
 	case LOOP_SET_DIRECT_IO:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
 		fallthrough;
 	default:
-		return shim_simple_ioctl(ldev, cmd, arg);
+		return loop_dev_simple_ioctl(ldev, cmd, arg);
 	}
 }
 
@@ -1849,48 +1108,89 @@ struct compat_loop_info {
 	char		reserved[4];
 };
 
-static int shim_compat_get_status(struct loop_dev *ldev,
-				  struct compat_loop_info __user *arg)
+static int loop_dev_info_from_compat(const struct compat_loop_info __user *arg,
+				     struct loop_info64 *info)
 {
 	struct compat_loop_info c;
+
+	if (copy_from_user(&c, arg, sizeof(c)))
+		return -EFAULT;
+	*info = (struct loop_info64) {
+		.lo_number	= c.lo_number,
+		.lo_device	= c.lo_device,
+		.lo_inode	= c.lo_inode,
+		.lo_rdevice	= c.lo_rdevice,
+		.lo_offset	= c.lo_offset,
+		.lo_flags	= c.lo_flags,
+	};
+	memcpy(info->lo_file_name, c.lo_name, LO_NAME_SIZE);
+	return 0;
+}
+
+static int loop_dev_info_to_compat(const struct loop_info64 *info,
+				   struct compat_loop_info __user *arg)
+{
+	struct compat_loop_info c;
+	struct loop_info old;
+	int err;
+
+	err = loop_dev_info_to_old(info, &old);
+	if (err)
+		return err;
+	memset(&c, 0, sizeof(c));
+	c.lo_number = old.lo_number;
+	c.lo_device = old.lo_device;
+	c.lo_inode = old.lo_inode;
+	c.lo_rdevice = old.lo_rdevice;
+	c.lo_offset = old.lo_offset;
+	c.lo_flags = old.lo_flags;
+	memcpy(c.lo_name, old.lo_name, LO_NAME_SIZE);
+	/* The 32-bit layout holds even less than the native one. */
+	if (c.lo_device != old.lo_device ||
+	    c.lo_rdevice != old.lo_rdevice ||
+	    c.lo_inode != old.lo_inode)
+		return -EOVERFLOW;
+	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
+}
+
+static int loop_dev_get_status_compat(struct loop_dev *ldev,
+				      struct compat_loop_info __user *arg)
+{
 	struct loop_info64 info;
 	int err;
 
 	if (!arg)
 		return -EINVAL;
-	err = shim_get_status(ldev, &info);
+	err = loop_dev_get_status(ldev, &info);
 	if (err)
 		return err;
-	err = SHIM_INFO_TO_OLD(&c, &info);
-	if (err)
-		return err;
-	return copy_to_user(arg, &c, sizeof(c)) ? -EFAULT : 0;
+	return loop_dev_info_to_compat(&info, arg);
 }
 
-static int shim_compat_set_status(struct loop_dev *ldev,
-				  struct compat_loop_info __user *arg)
+static int loop_dev_set_status_compat(struct loop_dev *ldev,
+				      struct compat_loop_info __user *arg)
 {
-	struct compat_loop_info c;
 	struct loop_info64 info;
+	int err;
 
-	if (copy_from_user(&c, arg, sizeof(c)))
-		return -EFAULT;
-	SHIM_INFO_FROM_OLD(&info, &c);
-	return shim_set_status(ldev, &info);
+	err = loop_dev_info_from_compat(arg, &info);
+	if (err)
+		return err;
+	return loop_dev_set_status(ldev, &info);
 }
 
-static int shim_compat_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
-			     unsigned int cmd, unsigned long arg)
+static int loop_dev_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
+				 unsigned int cmd, unsigned long arg)
 {
 	struct loop_dev *ldev = bdev->bd_disk->private_data;
 
 	switch (cmd) {
 	case LOOP_SET_STATUS:
-		if (!shim_may_admin(ldev, mode))
+		if (!loop_dev_may_admin(ldev, mode))
 			return -EPERM;
-		return shim_compat_set_status(ldev, compat_ptr(arg));
+		return loop_dev_set_status_compat(ldev, compat_ptr(arg));
 	case LOOP_GET_STATUS:
-		return shim_compat_get_status(ldev, compat_ptr(arg));
+		return loop_dev_get_status_compat(ldev, compat_ptr(arg));
 	case LOOP_SET_CAPACITY:
 	case LOOP_CLR_FD:
 	case LOOP_GET_STATUS64:
@@ -1902,7 +1202,7 @@ static int shim_compat_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
 	case LOOP_CHANGE_FD:
 	case LOOP_SET_BLOCK_SIZE:
 	case LOOP_SET_DIRECT_IO:
-		return shim_ioctl(bdev, mode, cmd, arg);
+		return loop_dev_ioctl(bdev, mode, cmd, arg);
 	default:
 		return -ENOIOCTLCMD;
 	}
@@ -1911,21 +1211,23 @@ static int shim_compat_ioctl(struct block_device *bdev, compat_blk_mode_t mode,
 
 /* ---- open, release and lifetime ---- */
 
-static int shim_open(struct gendisk *disk, compat_blk_mode_t mode)
+static int loop_dev_open(struct gendisk *disk, blk_mode_t mode)
 {
 	struct loop_dev *ldev = disk->private_data;
 	int err = mutex_lock_killable(&ldev->lock);
 
 	if (err)
 		return err;
-	if (ldev->state == LD_DELETING || ldev->state == LD_RUNDOWN)
+	if (ldev->state == LOOP_DEV_DELETING || ldev->state == LOOP_DEV_RUNDOWN)
 		err = -ENXIO;
 	mutex_unlock(&ldev->lock);
 	return err;
 }
 
+COMPAT_BDOPS_OPEN(loop_dev_open)
+
 /* Called by the block layer with disk->open_mutex held. */
-static void shim_release(struct gendisk *disk)
+static void loop_dev_release(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
 	bool clear, destroy;
@@ -1933,78 +1235,77 @@ static void shim_release(struct gendisk *disk)
 	if (disk_openers(disk) > 0)
 		return;
 	mutex_lock(&ldev->lock);
-	clear = ldev->state == LD_BOUND &&
+	clear = ldev->state == LOOP_DEV_BOUND &&
 		((ldev->flags & LO_FLAGS_AUTOCLEAR) || ldev->orphan);
 	if (clear)
-		WRITE_ONCE(ldev->state, LD_RUNDOWN);
+		WRITE_ONCE(ldev->state, LOOP_DEV_RUNDOWN);
 	destroy = ldev->orphan;
 	if (destroy && !clear)
-		WRITE_ONCE(ldev->state, LD_DELETING);
+		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 
 	if (clear)
-		shim_unbind(ldev, true);
+		loop_dev_unbind(ldev, true);
 	/* del_gendisk() cannot run under open_mutex: leave it to a worker. */
 	if (destroy)
-		queue_work(shim_wq, &ldev->destroy_work);
+		queue_work(loop_dev_destroy_wq, &ldev->destroy_work);
 	else if (clear)
-		shim_partitions_changed(ldev, false);
+		loop_dev_partitions_changed(ldev, false);
 }
 
-static void shim_free_rcu(struct rcu_head *head)
+COMPAT_BDOPS_RELEASE(loop_dev_release)
+
+static void loop_dev_free_rcu(struct rcu_head *head)
 {
 	kfree(container_of(head, struct loop_dev, free_rcu));
-	if (atomic_dec_and_test(&shim_live_devices))
-		wake_up(&shim_gone_wait);
+	if (atomic_dec_and_test(&loop_dev_live))
+		wake_up(&loop_dev_gone_wait);
 }
 
-static void shim_free_disk(struct gendisk *disk)
+static void loop_dev_free_disk(struct gendisk *disk)
 {
 	struct loop_dev *ldev = disk->private_data;
 
 	/* A worker may still be leaving after ending the last request. */
 	destroy_workqueue(ldev->wq);
 	blk_mq_free_tag_set(&ldev->tag_set);
-	ida_free(&shim_minor_ida, ldev->minor_id);
+	ida_free(&loop_dev_minor_ida, ldev->minor_id);
 	ldev->ops->released(ldev);
 	mutex_destroy(&ldev->lock);
 	/*
 	 * The unload waiter must not run before this function is done with
 	 * module text: the count drops in an RCU callback, after a grace
-	 * period, and loop_shim_exit() waits for the callback to return.
+	 * period, and loop_dev_exit() waits for the callback to return.
 	 */
-	call_rcu(&ldev->free_rcu, shim_free_rcu);
+	call_rcu(&ldev->free_rcu, loop_dev_free_rcu);
 }
 
-COMPAT_BDOPS_OPEN(shim_open)
-COMPAT_BDOPS_RELEASE(shim_release)
-
-static const struct block_device_operations shim_fops = {
+static const struct block_device_operations loop_dev_fops = {
 	.owner		= THIS_MODULE,
-	.open		= shim_open_bdops,
-	.release	= shim_release_bdops,
-	.ioctl		= shim_ioctl,
+	.open		= compat_bdops_open(loop_dev_open),
+	.release	= compat_bdops_release(loop_dev_release),
+	.ioctl		= loop_dev_ioctl,
 #ifdef CONFIG_COMPAT
-	.compat_ioctl	= shim_compat_ioctl,
+	.compat_ioctl	= loop_dev_compat_ioctl,
 #endif
-	.free_disk	= shim_free_disk,
+	.free_disk	= loop_dev_free_disk,
 };
 
-static void shim_destroy_workfn(struct work_struct *work)
+static void loop_dev_destroy_workfn(struct work_struct *work)
 {
 	loop_dev_destroy(container_of(work, struct loop_dev, destroy_work));
 }
 
-static int shim_init_tag_set(struct loop_dev *ldev)
+static int loop_dev_init_tag_set(struct loop_dev *ldev)
 {
 	struct blk_mq_tag_set *set = &ldev->tag_set;
 
-	set->ops = &shim_mq_ops;
+	set->ops = &loop_dev_mq_ops;
 	set->nr_hw_queues = min_t(unsigned int, num_online_cpus(),
-				  SHIM_MAX_HW_QUEUES);
-	set->queue_depth = SHIM_QUEUE_DEPTH;
+				  LOOP_DEV_MAX_HW_QUEUES);
+	set->queue_depth = LOOP_DEV_QUEUE_DEPTH;
 	set->numa_node = NUMA_NO_NODE;
-	set->cmd_size = sizeof(struct shim_cmd);
+	set->cmd_size = sizeof(struct loop_dev_cmd);
 	/* BLOCKING: inline service may sleep in the page cache. */
 	set->flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING |
 		     BLK_MQ_F_STACKING | BLK_MQ_F_NO_SCHED_BY_DEFAULT;
@@ -2022,55 +1323,47 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	if (!ldev)
 		return ERR_PTR(-ENOMEM);
 	ldev->number = cfg->number;
-	ldev->serial = atomic_long_inc_return(&shim_serial);
+	ldev->serial = atomic_long_inc_return(&loop_dev_last_serial);
 	ldev->user_ns = cfg->user_ns;
 	ldev->uid = cfg->uid;
 	ldev->gid = cfg->gid;
 	ldev->ops = cfg->ops;
 	ldev->owner = cfg->owner;
-	ldev->state = LD_UNBOUND;
+	ldev->state = LOOP_DEV_UNBOUND;
 	mutex_init(&ldev->lock);
 	spin_lock_init(&ldev->file_lock);
-	INIT_WORK(&ldev->destroy_work, shim_destroy_workfn);
-	for (i = 0; i < SHIM_MAX_HW_QUEUES; i++) {
-		struct shim_queue *sq = &ldev->queues[i];
-
-		spin_lock_init(&sq->lock);
-		INIT_LIST_HEAD(&sq->list);
-		INIT_WORK(&sq->work, shim_workfn);
-		sq->ldev = ldev;
-		sq->probe_every = SHIM_PROBE_MIN;
-		sq->probe_in = SHIM_PROBE_MIN;
-	}
+	INIT_WORK(&ldev->destroy_work, loop_dev_destroy_workfn);
+	for (i = 0; i < LOOP_DEV_MAX_HW_QUEUES; i++)
+		loop_dev_init_queue(ldev, &ldev->queues[i]);
 
 	ldev->wq = alloc_workqueue("%s", WQ_UNBOUND | WQ_FREEZABLE, 0,
 				   cfg->disk_name);
 	if (!ldev->wq)
 		goto out_free;
-	ldev->minor_id = ida_alloc_max(&shim_minor_ida,
-				       (MINORMASK + 1) / SHIM_MINORS - 1,
+	ldev->minor_id = ida_alloc_max(&loop_dev_minor_ida,
+				       (MINORMASK + 1) / LOOP_DEV_MINORS - 1,
 				       GFP_KERNEL);
 	if (ldev->minor_id < 0) {
 		err = ldev->minor_id == -ENOSPC ? -ENOSPC : -ENOMEM;
 		goto out_wq;
 	}
-	err = shim_init_tag_set(ldev);
+	err = loop_dev_init_tag_set(ldev);
 	if (err)
 		goto out_minor;
-	disk = compat_alloc_disk(&ldev->tag_set, ldev, SHIM_MAX_HW_SECTORS);
+	disk = compat_alloc_disk(&ldev->tag_set, ldev, LOOP_DEV_MAX_HW_SECTORS);
 	if (IS_ERR(disk)) {
 		err = PTR_ERR(disk);
 		goto out_tags;
 	}
 	ldev->disk = disk;
-	disk->major = shim_major;
-	disk->first_minor = ldev->minor_id * SHIM_MINORS;
-	disk->minors = SHIM_MINORS;
-	disk->fops = &shim_fops;
+	disk->major = loop_dev_major;
+	disk->first_minor = ldev->minor_id * LOOP_DEV_MINORS;
+	disk->minors = LOOP_DEV_MINORS;
+	disk->fops = &loop_dev_fops;
 	disk->private_data = ldev;
 	disk->events = DISK_EVENT_MEDIA_CHANGE;
 	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
-	compat_set_partscan(disk, false);
+	set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
 	/*
 	 * A device whose backing file stops answering (a tenant's FUSE daemon
 	 * that hangs) must not collect dirty pages up to the host-wide limit,
@@ -2080,10 +1373,10 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	 * Host root may raise it in /sys/class/bdi/.
 	 */
 	disk->bdi->capabilities |= BDI_CAP_STRICTLIMIT;
-	bdi_set_max_ratio(disk->bdi, SHIM_MAX_DIRTY_RATIO);
+	bdi_set_max_ratio(disk->bdi, LOOP_DEV_MAX_DIRTY_RATIO);
 	strscpy(disk->disk_name, cfg->disk_name, DISK_NAME_LEN);
 
-	atomic_inc(&shim_live_devices);
+	atomic_inc(&loop_dev_live);
 	err = add_disk(disk);
 	if (err)
 		goto out_disk;
@@ -2104,12 +1397,12 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	return ldev;
 
 out_disk:
-	atomic_dec(&shim_live_devices);
+	atomic_dec(&loop_dev_live);
 	put_disk(disk);
 out_tags:
 	blk_mq_free_tag_set(&ldev->tag_set);
 out_minor:
-	ida_free(&shim_minor_ida, ldev->minor_id);
+	ida_free(&loop_dev_minor_ida, ldev->minor_id);
 out_wq:
 	destroy_workqueue(ldev->wq);
 out_free:
@@ -2134,21 +1427,21 @@ unsigned long loop_dev_serial(struct loop_dev *ldev)
 	return ldev->serial;
 }
 
-bool loop_shim_file_is(struct file *file, unsigned long serial, int partno)
+bool loop_dev_file_is(struct file *file, unsigned long serial, int partno)
 {
 	struct block_device *bdev = I_BDEV(file->f_mapping->host);
 	struct gendisk *disk = bdev->bd_disk;
 
 	/* The open file holds the disk: private_data is valid. */
-	if (disk->fops != &shim_fops)
+	if (disk->fops != &loop_dev_fops)
 		return false;
 	return ((struct loop_dev *)disk->private_data)->serial == serial &&
-	       compat_bdev_partno(bdev) == partno;
+	       bdev_partno(bdev) == partno;
 }
 
 bool loop_dev_is_unbound(struct loop_dev *ldev)
 {
-	return READ_ONCE(ldev->state) == LD_UNBOUND;
+	return READ_ONCE(ldev->state) == LOOP_DEV_UNBOUND;
 }
 
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
@@ -2179,10 +1472,10 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 	err = mutex_lock_killable(&ldev->lock);
 	if (err)
 		goto out;
-	if (ldev->state != LD_UNBOUND || disk_openers(ldev->disk) > 0)
+	if (ldev->state != LOOP_DEV_UNBOUND || disk_openers(ldev->disk) > 0)
 		err = -EBUSY;
 	else
-		WRITE_ONCE(ldev->state, LD_DELETING);
+		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 out:
 	mutex_unlock(&ldev->disk->open_mutex);
@@ -2191,7 +1484,7 @@ out:
 
 ALLOW_ERROR_INJECTION(loop_dev_claim_for_removal, ERRNO);
 
-/* The device is LD_DELETING. The rest happens in shim_free_disk(). */
+/* The device is LOOP_DEV_DELETING. The rest happens in loop_dev_free_disk(). */
 void loop_dev_destroy(struct loop_dev *ldev)
 {
 	del_gendisk(ldev->disk);
@@ -2208,9 +1501,9 @@ void loop_dev_discard(struct loop_dev *ldev)
 	bool now;
 
 	mutex_lock(&ldev->lock);
-	now = ldev->state == LD_UNBOUND;
+	now = ldev->state == LOOP_DEV_UNBOUND;
 	if (now)
-		WRITE_ONCE(ldev->state, LD_DELETING);
+		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 	if (now)
 		loop_dev_destroy(ldev);
@@ -2226,39 +1519,41 @@ void loop_dev_orphan(struct loop_dev *ldev)
 	mutex_lock(&ldev->lock);
 	WRITE_ONCE(ldev->orphan, true);
 	if (!disk_openers(ldev->disk)) {
-		unbind = ldev->state == LD_BOUND;
+		unbind = ldev->state == LOOP_DEV_BOUND;
 		destroy = true;
-		WRITE_ONCE(ldev->state, unbind ? LD_RUNDOWN : LD_DELETING);
+		WRITE_ONCE(ldev->state,
+			   unbind ? LOOP_DEV_RUNDOWN : LOOP_DEV_DELETING);
 	}
 	mutex_unlock(&ldev->lock);
 	if (unbind)
-		shim_unbind(ldev, true);
+		loop_dev_unbind(ldev, true);
 	mutex_unlock(&ldev->disk->open_mutex);
 	if (destroy)
 		loop_dev_destroy(ldev);
 }
 
-int loop_shim_init(void)
+int loop_dev_init(void)
 {
-	shim_wq = alloc_workqueue("loopfs", WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
-	if (!shim_wq)
+	loop_dev_destroy_wq = alloc_workqueue("loopfs",
+					      WQ_UNBOUND | WQ_MEM_RECLAIM, 0);
+	if (!loop_dev_destroy_wq)
 		return -ENOMEM;
-	shim_major = register_blkdev(0, "loopfs");
-	if (shim_major < 0) {
-		destroy_workqueue(shim_wq);
-		return shim_major;
+	loop_dev_major = register_blkdev(0, "loopfs");
+	if (loop_dev_major < 0) {
+		destroy_workqueue(loop_dev_destroy_wq);
+		return loop_dev_major;
 	}
 	return 0;
 }
 
-void loop_shim_exit(void)
+void loop_dev_exit(void)
 {
 	/* Devices orphaned at their last close may still be on their way. */
-	flush_workqueue(shim_wq);
-	wait_event(shim_gone_wait, !atomic_read(&shim_live_devices));
-	/* The last shim_free_rcu() may still be returning from wake_up(). */
+	flush_workqueue(loop_dev_destroy_wq);
+	wait_event(loop_dev_gone_wait, !atomic_read(&loop_dev_live));
+	/* The last loop_dev_free_rcu() may still return from wake_up(). */
 	rcu_barrier();
-	unregister_blkdev(shim_major, "loopfs");
-	destroy_workqueue(shim_wq);
-	ida_destroy(&shim_minor_ida);
+	unregister_blkdev(loop_dev_major, "loopfs");
+	destroy_workqueue(loop_dev_destroy_wq);
+	ida_destroy(&loop_dev_minor_ida);
 }

@@ -18,14 +18,14 @@ struct user_namespace;
 /**
  * struct loop_dev_ops - what the owner of a device is told and asked
  * @partitions_changed: the device's partitions changed (scan after bind,
- *	clear, BLKRRPART). With @can_block no lock of the shim or the block
+ *	clear, BLKRRPART). With @can_block no lock of the driver or the block
  *	layer is held and the owner may sync at once; without it the disk's
  *	open_mutex is held and the owner must defer. Never called once the
  *	device is orphaned.
  * @released: the device is gone for good (gendisk freed, minor released):
  *	the owner drops what it holds for it (charge, references). Called in
  *	the task that drops the last disk reference, which may sleep, with
- *	no lock of the shim held.
+ *	no lock of the driver held.
  * @check_backing: may @file back the device? 0, or the errno that
  *	LOOP_SET_FD, LOOP_CONFIGURE or LOOP_CHANGE_FD returns. Called with
  *	the device's locks held: it must not sleep on I/O.
@@ -67,14 +67,14 @@ struct loop_dev_config {
 };
 
 /* Partition numbers a device can have, the whole disk's 0 included. */
-#define LOOP_SHIM_MAX_PARTS	256
+#define LOOP_DEV_MAX_PARTS	256
 
 /**
  * loop_dev_create() - create an unbound loop device and add its disk
  * @cfg: the device's name, owner and policy; copied, need not outlive the
  *	call
  *
- * Return: the device, or an ERR_PTR(): -ENOSPC when the shim's minors are
+ * Return: the device, or an ERR_PTR(): -ENOSPC when the driver's minors are
  * used up, -ENOMEM, or what add_disk() returned. The device lives until
  * loop_dev_destroy(), loop_dev_discard() or loop_dev_orphan() and its last
  * close; then @cfg->ops->released is called.
@@ -107,14 +107,14 @@ dev_t loop_dev_devt(struct loop_dev *ldev);
 unsigned long loop_dev_serial(struct loop_dev *ldev);
 
 /**
- * loop_shim_file_is() - is @file partition @partno of device @serial?
+ * loop_dev_file_is() - is @file partition @partno of device @serial?
  * @file: an open block device, of any driver
  * @serial: loop_dev_serial() of the device expected
  * @partno: 0 for the whole disk
  *
  * Return: true if it is.
  */
-bool loop_shim_file_is(struct file *file, unsigned long serial, int partno);
+bool loop_dev_file_is(struct file *file, unsigned long serial, int partno);
 
 /**
  * loop_dev_is_unbound() - has the device no backing file?
@@ -171,7 +171,19 @@ void loop_dev_orphan(struct loop_dev *ldev);
  */
 void loop_dev_discard(struct loop_dev *ldev);
 
-int loop_shim_init(void);
-void loop_shim_exit(void);
+/**
+ * loop_dev_init() - register the block driver
+ *
+ * Return: 0, or a negative errno.
+ */
+int loop_dev_init(void);
+
+/**
+ * loop_dev_exit() - unregister the block driver
+ *
+ * Waits until every device is gone: the owner has orphaned or destroyed
+ * them all, and the last of them may still be on its way out.
+ */
+void loop_dev_exit(void);
 
 #endif /* LOOP_SHIM_H */

@@ -13,12 +13,12 @@
  * /sys/block.
  *
  * The steps whose failure has an unwind of its own are marked
- * ALLOW_ERROR_INJECTION (and kept out of line), so that the debug kernel's
- * fail_function can fail each of them in turn (tests/debug/faults.sh).
+ * ALLOW_ERROR_INJECTION (and kept out of line), so that a kernel with
+ * fail_function can fail each of them in turn and check the unwind.
  *
  * Lock order: root directory inode lock -> instance->lock -> view
- * directory inode lock (a child of the root's) -> (loop_shim's locks) ;
- * loopfs_limits_lock is innermost.
+ * directory inode lock (a child of the root's) -> (the block driver's
+ * locks); loopfs_limits_lock is innermost.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
@@ -30,6 +30,7 @@
 #include <linux/fs.h>
 #include <linux/fs_context.h>
 #include <linux/fs_parser.h>
+#include <linux/fsnotify.h>
 #include <linux/idr.h>
 #include <linux/loop.h>
 #include <linux/namei.h>
@@ -38,8 +39,9 @@
 #include <linux/user_namespace.h>
 
 #include "compat.h"
-#include "loopfs.h"
+#include "loopfs_limits.h"
 #include "loop_shim.h"
+#include "loopfs.h"
 
 static DEFINE_IDA(loopfs_instance_ida);
 static dev_t loopfs_ctl_devt;
@@ -86,7 +88,7 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
  */
 static void loopfs_assert_locked(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 
 	lockdep_assert_held(&d_inode(sb->s_root)->i_rwsem);
 	lockdep_assert_held(&inst->lock);
@@ -118,7 +120,7 @@ static int loopfs_blk_open(struct inode *inode, struct file *file)
 	err = loopfs_def_blk_fops->open(inode, file);
 	if (err)
 		return err;
-	if (loop_shim_file_is(file, ident >> 8, ident & 0xff))
+	if (loop_dev_file_is(file, ident >> 8, ident & 0xff))
 		return 0;
 	loopfs_def_blk_fops->release(inode, file);
 	return -ENXIO;
@@ -143,7 +145,7 @@ static int loopfs_blk_fops_init(void)
 /* An inode of the instance, owned by the instance's root. */
 static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct inode *inode = new_inode(sb);
 
 	if (!inode)
@@ -152,13 +154,14 @@ static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 	inode->i_mode = mode;
 	inode->i_uid = inst->root_uid;
 	inode->i_gid = inst->root_gid;
-	compat_inode_init_ts(inode);
+	simple_inode_init_ts(inode);
 	return inode;
 }
 
 /*
- * Give @inode the name @name in @dir, whose inode lock the caller holds.
- * Returns the new entry, or an ERR_PTR() after dropping the inode.
+ * Give @inode the name @name in @dir, whose inode lock the caller holds,
+ * and tell @dir's watchers, as a creation in userspace would. Returns the
+ * new entry, or an ERR_PTR() after dropping the inode.
  */
 static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 				       struct inode *inode)
@@ -178,9 +181,18 @@ static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 	}
 	/* The lookup's reference pins the entry until it is unlinked. */
 	d_instantiate(dentry, inode);
+	if (S_ISDIR(inode->i_mode))
+		fsnotify_mkdir(d_inode(dir), dentry);
+	else
+		fsnotify_create(d_inode(dir), dentry);
 	return dentry;
 }
 
+/*
+ * Remove @name from @dir, whose inode lock the caller holds, and tell
+ * @dir's watchers. The lookup's reference keeps the entry positive until
+ * d_delete().
+ */
 static void loopfs_remove_entry(struct dentry *dir, const char *name)
 {
 	struct dentry *dentry;
@@ -191,6 +203,7 @@ static void loopfs_remove_entry(struct dentry *dir, const char *name)
 		return;
 	if (d_really_is_positive(dentry)) {
 		simple_unlink(d_inode(dir), dentry);
+		fsnotify_unlink(d_inode(dir), dentry);
 		d_delete(dentry);
 	}
 	dput(dentry);
@@ -250,10 +263,10 @@ static void loopfs_sync_partitions(struct super_block *sb,
 	int last, p;
 
 	loopfs_assert_locked(sb);
-	devts = kcalloc(LOOP_SHIM_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
+	devts = kcalloc(LOOP_DEV_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
 	if (!devts)
 		return;
-	last = loop_dev_partitions(dev->ldev, devts, LOOP_SHIM_MAX_PARTS);
+	last = loop_dev_partitions(dev->ldev, devts, LOOP_DEV_MAX_PARTS);
 	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
 		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT,
 			 dev->index, p);
@@ -444,7 +457,7 @@ static int loopfs_add_names(struct super_block *sb, struct loopfs_device *dev)
 /* Create device @index (-1: the lowest free one). Returns the index. */
 static int loopfs_add_device(struct super_block *sb, int index)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loop_dev_config cfg = { };
 	struct loopfs_device *dev;
 	char name[DISK_NAME_LEN];
@@ -465,11 +478,15 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL_ACCOUNT);
 	if (!dev)
 		goto out_uncharge;
-	if (index >= 0)
+	if (index >= 0) {
 		err = xa_insert(&inst->devices, index, dev, GFP_KERNEL);
-	else
+		/* An index in use: what LOOP_CTL_ADD says for it. */
+		if (err == -EBUSY)
+			err = -EEXIST;
+	} else {
 		err = xa_alloc(&inst->devices, &id, dev,
 			       XA_LIMIT(0, LOOPFS_MAX_INDEX - 1), GFP_KERNEL);
+	}
 	if (err)
 		goto out_free;
 	if (index < 0)
@@ -514,7 +531,7 @@ out_free:
 	kfree(dev);
 out_uncharge:
 	loopfs_uncharge(inst->user_ns, inst->root_uid);
-	return err == -EBUSY ? -EEXIST : err;
+	return err;
 }
 
 /*
@@ -523,7 +540,7 @@ out_uncharge:
  */
 static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
 	char name[32];
 	int err, p;
@@ -555,7 +572,7 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 
 static int loopfs_get_free(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
 	unsigned long index;
 
@@ -569,7 +586,7 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 			     unsigned long parm)
 {
 	struct super_block *sb = file_inode(file)->i_sb;
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct inode *dir = d_inode(sb->s_root);
 	long ret;
 
@@ -579,14 +596,14 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 	case LOOP_CTL_GET_FREE:
 		break;
 	default:
-		/* What the in-tree loop-control answers (checkpatch objects). */
+		/* What the in-tree loop-control answers. */
 		return -ENOSYS;
 	}
 	/*
 	 * A device's lock may be held for as long as its backing file takes
-	 * to answer: wait killably (inode_lock_killable() is not in 6.1).
+	 * to answer: wait killably.
 	 */
-	if (down_write_killable(&dir->i_rwsem))
+	if (inode_lock_killable(dir))
 		return -EINTR;
 	if (mutex_lock_killable(&inst->lock)) {
 		inode_unlock(dir);
@@ -635,7 +652,7 @@ static int loopfs_parse_index(const struct dentry *dentry)
 static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 {
 	struct super_block *sb = dir->i_sb;
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	int index = loopfs_parse_index(dentry);
 	int err;
 
@@ -651,7 +668,7 @@ static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 }
 
 /* Only loopfs makes nodes here; the VFS says EACCES without ->create. */
-static int loopfs_create(compat_idmap_t *idmap, struct inode *dir,
+static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
 			 struct dentry *dentry, umode_t mode, bool excl)
 {
 	return -EPERM;
@@ -663,7 +680,7 @@ static int loopfs_create(compat_idmap_t *idmap, struct inode *dir,
  */
 static int loopfs_dir_open(struct inode *inode, struct file *file)
 {
-	loopfs_sync_nodes(inode->i_sb->s_fs_info);
+	loopfs_sync_nodes(loopfs_sb(inode->i_sb));
 	return dcache_dir_open(inode, file);
 }
 
@@ -714,7 +731,7 @@ static const struct dentry_operations loopfs_dentry_ops = {
 
 static int loopfs_show_options(struct seq_file *seq, struct dentry *root)
 {
-	struct loopfs_instance *inst = root->d_sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(root->d_sb);
 
 	if (inst->max != LOOPFS_MAX_INDEX)
 		seq_printf(seq, ",max=%u", inst->max);
@@ -801,7 +818,7 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 /* The empty view directory, read-only for everybody. */
 static noinline int loopfs_add_view(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct dentry *view;
 	struct inode *inode;
 
@@ -857,7 +874,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	root->i_op = &loopfs_dir_iops;
 	root->i_fop = &loopfs_dir_fops;
 	set_nlink(root, 2);
-	compat_inode_init_ts(root);
+	simple_inode_init_ts(root);
 	sb->s_root = d_make_root(root);
 	if (!sb->s_root)
 		return -ENOMEM;
@@ -896,7 +913,7 @@ static bool loopfs_may_raise_max(struct loopfs_instance *inst)
 static int loopfs_reconfigure(struct fs_context *fc)
 {
 	struct loopfs_fs_context *ctx = fc->fs_private;
-	struct loopfs_instance *inst = fc->root->d_sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(fc->root->d_sb);
 
 	if (ctx->max_set) {
 		mutex_lock(&inst->lock);
@@ -969,7 +986,7 @@ static void loopfs_instance_shutdown(struct loopfs_instance *inst)
 
 static void loopfs_kill_sb(struct super_block *sb)
 {
-	struct loopfs_instance *inst = sb->s_fs_info;
+	struct loopfs_instance *inst = loopfs_sb(sb);
 
 	kill_litter_super(sb);
 	if (inst) {
@@ -1000,12 +1017,12 @@ static int __init loopfs_init(void)
 	err = alloc_chrdev_region(&loopfs_ctl_devt, 0, 1, "loopfs-control");
 	if (err)
 		goto out_wq;
-	err = loop_shim_init();
+	err = loop_dev_init();
 	if (err)
 		goto out_chrdev;
 	err = loopfs_limits_init();
 	if (err)
-		goto out_shim;
+		goto out_blockdev;
 	err = register_filesystem(&loopfs_fs_type);
 	if (err)
 		goto out_limits;
@@ -1013,8 +1030,8 @@ static int __init loopfs_init(void)
 
 out_limits:
 	loopfs_limits_exit();
-out_shim:
-	loop_shim_exit();
+out_blockdev:
+	loop_dev_exit();
 out_chrdev:
 	unregister_chrdev_region(loopfs_ctl_devt, 1);
 out_wq:
@@ -1027,7 +1044,7 @@ static void __exit loopfs_exit(void)
 	unregister_filesystem(&loopfs_fs_type);
 	/* Node syncs hold instance references that devices may need. */
 	flush_workqueue(loopfs_wq);
-	loop_shim_exit();
+	loop_dev_exit();
 	loopfs_limits_exit();
 	unregister_chrdev_region(loopfs_ctl_devt, 1);
 	destroy_workqueue(loopfs_wq);

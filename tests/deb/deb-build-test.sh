@@ -15,10 +15,11 @@ ver=$(make -s --no-print-directory -C "$src" version 2>/dev/null)
 arch=$(dpkg --print-architecture)
 
 # What loopfs-dkms ships besides the module source: the source is every
-# tracked top-level Kbuild, *.c and *.h, plus Makefile and dkms.conf.
+# tracked top-level Kbuild, compat.mk, *.c and *.h, plus Makefile and
+# dkms.conf.
 dkms_extra=(etc/modprobe.d/loopfs.conf usr/lib/udev/rules.d/59-loopfs.rules
 	usr/share/doc/loopfs-dkms/copyright)
-mapfile -t module_srcs < <(cd "$src" && git ls-files -- Kbuild '*.c' '*.h' | grep -v /)
+mapfile -t module_srcs < <(cd "$src" && git ls-files -- Kbuild compat.mk '*.c' '*.h' | grep -v /)
 tools_files=(usr/bin/loopfs-run usr/share/man/man1/loopfs-run.1.gz
 	usr/share/man/man5/loopfs.5.gz usr/share/doc/loopfs-tools/README.md.gz
 	usr/share/doc/loopfs-tools/copyright usr/libexec/loopfs/loopfs-oci-hook

@@ -41,7 +41,7 @@ echo "debug kernel $kver ready in $(($(date +%s) - kt0))s"
 step "loopfs.ko for $kver (-Werror)"
 mdir=$src/.build/$kver
 mkdir -p "$mdir"
-cp -p Kbuild dkms.conf ./*.c ./*.h "$mdir/"
+cp -p Kbuild compat.mk dkms.conf ./*.c ./*.h "$mdir/"
 if ! make -C "$obj" M="$mdir" KCFLAGS=-Werror modules >"$mdir/build.log" 2>&1 ||
 	grep -qi warning "$mdir/build.log"; then
 	cat "$mdir/build.log"

@@ -83,7 +83,7 @@ sweep() {
 # call passes them. Every one is marked ALLOW_ERROR_INJECTION in loopfs.
 steps_mount="loopfs_add_node loopfs_add_view"
 steps_add="loopfs_charge loop_dev_create loopfs_add_node loopfs_add_view_link"
-steps_configure="shim_may_back shim_apply_limits"
+steps_configure="loop_dev_may_back loop_dev_apply_limits"
 steps_remove="loop_dev_claim_for_removal"
 
 # Allocations no longer count for fail-nth, only the marked steps, each

@@ -42,7 +42,7 @@ fi
 
 # Records start with "unreferenced object"; ours name a loopfs symbol or an
 # address in code that is gone ("[<addr>] 0xffffffff...").
-ours='loopfs|loop_shim|\] 0xffffffff[0-9a-f]+'
+ours='loopfs|loop_dev_|\] 0xffffffff[0-9a-f]+'
 n=$(awk -v RS='unreferenced object' -v re="$ours" 'NR > 1 && $0 ~ re { n++ }
 	END { print n + 0 }' <<<"$report")
 if [ "$n" -eq 0 ]; then

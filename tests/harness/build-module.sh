@@ -1,6 +1,6 @@
 #!/bin/bash
-# build-module.sh KVER: copy the module sources (Kbuild, dkms.conf, *.c,
-# *.h) into .build/KVER/ and build loopfs.ko there against that kernel's
+# build-module.sh KVER: copy the module sources (Kbuild, compat.mk,
+# dkms.conf, *.c, *.h) into .build/KVER/ and build loopfs.ko there against that kernel's
 # headers with warnings as errors.  Any compiler, modpost or linker warning
 # fails the build.
 set -euo pipefail
@@ -27,7 +27,7 @@ for f in "$out"/*.c "$out"/*.h; do
 	[ -e "$f" ] || continue
 	[ -e "$src/${f##*/}" ] || rm -f "$f"
 done
-cp -p "$src/Kbuild" "$src/dkms.conf" "$out/"
+cp -p "$src/Kbuild" "$src/compat.mk" "$src/dkms.conf" "$out/"
 for f in "$src"/*.c "$src"/*.h; do
 	[ -e "$f" ] && cp -p "$f" "$out/"
 done

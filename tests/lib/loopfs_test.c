@@ -90,6 +90,32 @@ int make_backing(const char *path, off_t size, unsigned int seed)
 	return 0;
 }
 
+int make_mbr_image(const char *path)
+{
+	unsigned char mbr[512] = { 0 };
+	int fd, err;
+
+	err = make_backing(path, 4 << 20, 27);
+	if (err)
+		return err;
+	/* partition 1: LBA 2048, 2048 sectors, type 0x83 */
+	mbr[446 + 4] = 0x83;
+	mbr[446 + 8] = 0x00; mbr[446 + 9] = 0x08;
+	mbr[446 + 12] = 0x00; mbr[446 + 13] = 0x08;
+	/* partition 2: LBA 4096, 2048 sectors */
+	mbr[462 + 4] = 0x83;
+	mbr[462 + 8] = 0x00; mbr[462 + 9] = 0x10;
+	mbr[462 + 12] = 0x00; mbr[462 + 13] = 0x08;
+	mbr[510] = 0x55;
+	mbr[511] = 0xaa;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	err = pwrite(fd, mbr, sizeof(mbr), 0) == sizeof(mbr) ? 0 : -EIO;
+	close(fd);
+	return err;
+}
+
 int write_file(const char *path, const char *s)
 {
 	int fd = open(path, O_WRONLY | O_CLOEXEC);

@@ -60,6 +60,11 @@ int path_exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void pattern_fill(unsigned char *buf, size_t len, uint64_t off, unsigned int seed);
 /* Create @path of @size bytes filled with the pattern for @seed; 0 or -errno. */
 int make_backing(const char *path, off_t size, unsigned int seed);
+/*
+ * Create @path as a 4 MiB image whose MBR holds two primary partitions of
+ * 1 MiB at 1 MiB and 2 MiB, the rest patterned; 0 or -errno.
+ */
+int make_mbr_image(const char *path);
 
 /*
  * Write @s to @path: 0, or -errno with errno set too (a sysctl refusing a

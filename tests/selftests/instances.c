@@ -3,11 +3,14 @@
  * loopfs instances: every mount is an independent instance with its own
  * loop-control and device numbering, bind mounts share one, the root
  * directory holds only loop-control, loop<N> and the /sys/block view, and
- * refuses anything else; the view follows the devices and cannot be written.
+ * refuses anything else; the view follows the devices and cannot be written;
+ * inotify watchers of the root and the view see nodes and links come and go.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <poll.h>
+#include <sys/inotify.h>
 #include <sys/statfs.h>
 #include "loopfs_test.h"
 #include "kselftest_harness.h"
@@ -287,6 +290,94 @@ TEST_F(inst, view_links_each_device_to_its_sysfs_dir_and_follows_add_remove)
 	lfs_devpath(p, sizeof(p), self->a, 0);
 	ASSERT_EQ(0, unlink(p));
 	ASSERT_EQ(0, count_entries(v));
+}
+
+/*
+ * Wait up to @ms for the inotify event "@wd @what @name" on @fd, what
+ * being create or delete. Every event read is kept in @log, one line
+ * each, for the checks that follow and for the failure message.
+ */
+static int saw_event(int fd, char *log, size_t len, int wd,
+		     const char *what, const char *name, int ms)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t end = now_ms() + ms;
+	char want[NAME_MAX + 32];
+	ssize_t n;
+
+	snprintf(want, sizeof(want), "%d %s %s\n", wd, what, name);
+	for (;;) {
+		while ((n = read(fd, buf, sizeof(buf))) > 0) {
+			char *p = buf;
+
+			while (p < buf + n) {
+				struct inotify_event *ev = (void *)p;
+				size_t used = strlen(log);
+
+				snprintf(log + used, len - used, "%d %s %s\n",
+					 ev->wd,
+					 ev->mask & IN_CREATE ? "create" :
+					 ev->mask & IN_DELETE ? "delete" : "other",
+					 ev->len ? ev->name : "");
+				p += sizeof(*ev) + ev->len;
+			}
+		}
+		if (strstr(log, want))
+			return 1;
+		if (now_ms() >= end)
+			return 0;
+		poll(&pfd, 1, 100);
+	}
+}
+
+TEST_F(inst, inotify_sees_nodes_and_view_links_come_and_go)
+{
+	char v[PATH_MAX], img[PATH_MAX], log[8192] = "";
+	struct loop_config cfg = { 0 };
+	int in, root, view, dev;
+
+	snprintf(v, sizeof(v), "%s/" LOOPFS_VIEW_NAME, self->a);
+	snprintf(img, sizeof(img), "%s.img", self->a);
+	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	ASSERT_LE(0, in);
+	root = inotify_add_watch(in, self->a, IN_CREATE | IN_DELETE);
+	ASSERT_LE(0, root);
+	view = inotify_add_watch(in, v, IN_CREATE | IN_DELETE);
+	ASSERT_LE(0, view);
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "create", "loop0",
+			      2000)) TH_LOG("events: %s", log);
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), view, "create", "loop0",
+			      2000)) TH_LOG("events: %s", log);
+
+	/* Partition nodes come with the scan and go with the clear. */
+	ASSERT_EQ(0, make_mbr_image(img));
+	cfg.fd = open(img, O_RDWR | O_CLOEXEC);
+	ASSERT_LE(0, cfg.fd);
+	cfg.info.lo_flags = LO_FLAGS_PARTSCAN;
+	dev = lfs_open_dev(self->a, 0, O_RDWR);
+	ASSERT_LE(0, dev);
+	ASSERT_EQ(0, R(ioctl(dev, LOOP_CONFIGURE, &cfg)));
+	close(cfg.fd);
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "create", "loop0p1",
+			      2000)) TH_LOG("events: %s", log);
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "create", "loop0p2",
+			      2000)) TH_LOG("events: %s", log);
+	ASSERT_EQ(0, R(ioctl(dev, LOOP_CLR_FD, 0)));
+	close(dev);
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "delete", "loop0p1",
+			      2000)) TH_LOG("events: %s", log);
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "delete", "loop0p2",
+			      2000)) TH_LOG("events: %s", log);
+
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_REMOVE, 0)));
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "delete", "loop0",
+			      2000)) TH_LOG("events: %s", log);
+	EXPECT_TRUE(saw_event(in, log, sizeof(log), view, "delete", "loop0",
+			      2000)) TH_LOG("events: %s", log);
+	close(in);
 }
 
 TEST_F(inst, view_cannot_be_written_or_removed)

@@ -1070,31 +1070,6 @@ static void seq_autoclear_clears_on_last_close(struct trace *t, struct drv *d)
 	close(dev);
 }
 
-/* A 4 MiB image with an MBR holding two primary partitions. */
-static void make_mbr_image(const char *path)
-{
-	unsigned char mbr[512] = { 0 };
-	int fd;
-
-	make_backing(path, 4 << 20, 27);
-	/* partition 1: LBA 2048, 2048 sectors, type 0x83 */
-	mbr[446 + 4] = 0x83;
-	mbr[446 + 8] = 0x00; mbr[446 + 9] = 0x08;
-	mbr[446 + 12] = 0x00; mbr[446 + 13] = 0x08;
-	/* partition 2: LBA 4096, 2048 sectors */
-	mbr[462 + 4] = 0x83;
-	mbr[462 + 8] = 0x00; mbr[462 + 9] = 0x10;
-	mbr[462 + 12] = 0x00; mbr[462 + 13] = 0x08;
-	mbr[510] = 0x55;
-	mbr[511] = 0xaa;
-	fd = file_open(path, O_RDWR);
-	if (fd >= 0) {
-		if (pwrite(fd, mbr, sizeof(mbr), 0) != sizeof(mbr))
-			perror("pwrite mbr");
-		close(fd);
-	}
-}
-
 static void seq_partscan_creates_and_clear_removes_partitions(struct trace *t,
 							      struct drv *d)
 {
@@ -1103,7 +1078,8 @@ static void seq_partscan_creates_and_clear_removes_partitions(struct trace *t,
 	int dev = dev_open(d, 0, O_RDWR);
 	int fa;
 
-	make_mbr_image("p.img");
+	if (make_mbr_image("p.img"))
+		perror("make_mbr_image");
 	fa = file_open("p.img", O_RDWR);
 	CALLX("SET_FD no partscan", ioctl(dev, LOOP_SET_FD, fa), 0);
 	rec_val(t, "partitions without partscan", "%d", count_parts(d->dev));

@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Feature probes for compat.h, included by Kbuild. Each one greps the target
+# kernel's own headers for an interface and defines LOOPFS_HAVE_<name> when
+# the kernel has it; compat.h supplies what it lacks. Headers, not version
+# numbers, decide: distribution kernels carry backported interfaces.
+
+# $(call loopfs_probe,header,extended regex without parentheses or commas,name)
+loopfs_probe = $(if $(shell grep -qsE '$(2)' $(srctree)/include/linux/$(1) && echo y),-DLOOPFS_HAVE_$(3))
+
+ccflags-y += $(call loopfs_probe,blkdev.h,typedef unsigned int __bitwise blk_mode_t,BLK_MODE_T)
+ccflags-y += $(call loopfs_probe,blkdev.h,int .\*open..struct gendisk .disk. blk_mode_t mode.;,BDOPS_OPEN_DISK)
+ccflags-y += $(call loopfs_probe,blkdev.h,void .\*release..struct gendisk .disk.;,BDOPS_RELEASE_DISK)
+ccflags-y += $(call loopfs_probe,blkdev.h,int bd_prepare_to_claim.struct block_device .bdev. void .holder.$$,BD_CLAIM_HOLDER_OPS)
+ccflags-y += $(call loopfs_probe,blkdev.h,void disk_force_media_change.struct gendisk .disk.;,DISK_FORCE_MEDIA_CHANGE_1)
+ccflags-y += $(call loopfs_probe,blkdev.h,static inline u8 bdev_partno,BDEV_PARTNO)
+ccflags-y += $(call loopfs_probe,blkdev.h,int queue_limits_commit_update,QUEUE_LIMITS)
+ccflags-y += $(call loopfs_probe,fs.h,struct timespec64 simple_inode_init_ts,SIMPLE_INODE_INIT_TS)
+ccflags-y += $(call loopfs_probe,fs.h,int inode_lock_killable,INODE_LOCK_KILLABLE)
+ccflags-y += $(call loopfs_probe,fs.h,int .\*create. .struct mnt_idmap,MNT_IDMAP)
+ccflags-y += $(call loopfs_probe,fs.h,define FOP_BUFFER_WASYNC,FOP_BUFFER_WASYNC)
+ccflags-y += $(call loopfs_probe,sysctl.h,typedef int proc_handler.const struct ctl_table,CONST_PROC_HANDLER)
+ccflags-y += $(call loopfs_probe,sysctl.h,register_sysctl_sz,REGISTER_SYSCTL_SZ)
