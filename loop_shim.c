@@ -491,6 +491,13 @@ static const struct attribute_group loop_dev_attr_group = {
 	.attrs = loop_dev_attrs,
 };
 
+/*
+ * No attributes and no name: what sysfs_group_change_owner() changes for
+ * it is the owner of the kobject's own directory, and nothing in it (a
+ * device's sysfs_change_owner() did the same, but modules cannot call it).
+ */
+static const struct attribute_group loop_dev_dir_group = {};
+
 static void loop_dev_sysfs_add(struct loop_dev *ldev)
 {
 	struct kobject *kobj = &disk_to_dev(ldev->disk)->kobj;
@@ -1388,8 +1395,9 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	 */
 	if (!uid_eq(ldev->uid, GLOBAL_ROOT_UID) ||
 	    !gid_eq(ldev->gid, GLOBAL_ROOT_GID)) {
-		err = sysfs_change_owner(&disk_to_dev(disk)->kobj, ldev->uid,
-					 ldev->gid);
+		err = sysfs_group_change_owner(&disk_to_dev(disk)->kobj,
+					       &loop_dev_dir_group, ldev->uid,
+					       ldev->gid);
 		if (err)
 			pr_warn("%s: cannot hand sysfs to the instance owner\n",
 				disk->disk_name);
