@@ -239,7 +239,7 @@ static int loop_dev_setup_iter(struct loop_dev_cmd *cmd, struct request *rq)
 {
 	unsigned int dir = cmd->write ? ITER_SOURCE : ITER_DEST;
 	struct req_iterator rq_iter;
-	struct bio_vec tmp, *bvec;
+	struct bio_vec tmp;
 	unsigned int nr = 0;
 
 	rq_for_each_bvec(tmp, rq, rq_iter)
@@ -249,13 +249,14 @@ static int loop_dev_setup_iter(struct loop_dev_cmd *cmd, struct request *rq)
 		/* A single bio's vector serves as it is. */
 		struct bio *bio = rq->bio;
 
-		bvec = __bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter);
-		iov_iter_bvec(&cmd->iter, dir, bvec, nr, blk_rq_bytes(rq));
+		iov_iter_bvec(&cmd->iter, dir,
+			      __bvec_iter_bvec(bio->bi_io_vec, bio->bi_iter),
+			      nr, blk_rq_bytes(rq));
 		cmd->iter.iov_offset = bio->bi_iter.bi_bvec_done;
 	} else {
+		struct bio_vec *bvec = cmd->inline_bvec;
 		unsigned int i = 0;
 
-		bvec = cmd->inline_bvec;
 		if (nr > LOOP_DEV_INLINE_BVECS) {
 			bvec = kmalloc_array(nr, sizeof(*bvec), GFP_NOIO);
 			if (!bvec)
