@@ -15,6 +15,7 @@
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/fs.h>
+#include <linux/sched/mm.h>
 #include <linux/sysctl.h>
 
 /* Open modes of a block device were fmode_t bits. */
@@ -68,6 +69,44 @@ static void fn##_compat(struct gendisk *disk, fmode_t mode)		\
 #ifndef LOOPFS_HAVE_DISK_FORCE_MEDIA_CHANGE_1
 #define disk_force_media_change(disk)					\
 	disk_force_media_change(disk, DISK_EVENT_MEDIA_CHANGE)
+#endif
+
+#ifndef LOOPFS_HAVE_BDEV_ROT
+static inline bool bdev_rot(struct block_device *bdev)
+{
+	return !bdev_nonrot(bdev);
+}
+#endif
+
+/*
+ * Freezing a queue also enters a scope in which allocations do no I/O
+ * (which could wait on the frozen queue); the caller keeps what it saved
+ * and hands it back to blk_mq_unfreeze_queue(). Before, a freeze was only
+ * a freeze: here it enters the same scope.
+ */
+#ifndef LOOPFS_HAVE_FREEZE_MEMFLAGS
+#define blk_mq_freeze_queue(q) ({					\
+	unsigned int __memflags = memalloc_noio_save();			\
+									\
+	blk_mq_freeze_queue(q);						\
+	__memflags;							\
+})
+
+#define blk_mq_unfreeze_queue(q, memflags) do {				\
+	blk_mq_unfreeze_queue(q);					\
+	memalloc_noio_restore(memflags);				\
+} while (0)
+#endif
+
+/*
+ * A queue merged bios into its requests only where its tag set asked for
+ * it (BLK_MQ_F_SHOULD_MERGE); now every queue does.
+ */
+#ifndef LOOPFS_HAVE_MERGE_BY_DEFAULT
+#define blk_mq_alloc_tag_set(set) ({					\
+	(set)->flags |= BLK_MQ_F_SHOULD_MERGE;				\
+	blk_mq_alloc_tag_set(set);					\
+})
 #endif
 
 #ifndef LOOPFS_HAVE_BDEV_PARTNO

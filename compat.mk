@@ -7,6 +7,9 @@
 
 # $(call loopfs_probe,header,extended regex without parentheses or commas,name)
 loopfs_probe = $(if $(shell grep -qsE '$(2)' $(srctree)/include/linux/$(1) && echo y),-DLOOPFS_HAVE_$(3))
+# The same for an interface whose removal is the feature: LOOPFS_HAVE_<name>
+# when the header (which must exist) no longer matches.
+loopfs_probe_gone = $(if $(shell test -f $(srctree)/include/linux/$(1) && ! grep -qE '$(2)' $(srctree)/include/linux/$(1) && echo y),-DLOOPFS_HAVE_$(3))
 
 ccflags-y += $(call loopfs_probe,blkdev.h,typedef unsigned int __bitwise blk_mode_t,BLK_MODE_T)
 ccflags-y += $(call loopfs_probe,blkdev.h,int .\*open..struct gendisk .disk. blk_mode_t mode.;,BDOPS_OPEN_DISK)
@@ -15,6 +18,9 @@ ccflags-y += $(call loopfs_probe,blkdev.h,int bd_prepare_to_claim.struct block_d
 ccflags-y += $(call loopfs_probe,blkdev.h,void disk_force_media_change.struct gendisk .disk.;,DISK_FORCE_MEDIA_CHANGE_1)
 ccflags-y += $(call loopfs_probe,blkdev.h,static inline u8 bdev_partno,BDEV_PARTNO)
 ccflags-y += $(call loopfs_probe,blkdev.h,int queue_limits_commit_update,QUEUE_LIMITS)
+ccflags-y += $(call loopfs_probe,blkdev.h,static inline bool bdev_rot,BDEV_ROT)
+ccflags-y += $(call loopfs_probe,blk-mq.h,void blk_mq_freeze_queue_nomemsave,FREEZE_MEMFLAGS)
+ccflags-y += $(call loopfs_probe_gone,blk-mq.h,BLK_MQ_F_SHOULD_MERGE,MERGE_BY_DEFAULT)
 ccflags-y += $(call loopfs_probe,fs.h,struct timespec64 simple_inode_init_ts,SIMPLE_INODE_INIT_TS)
 ccflags-y += $(call loopfs_probe,fs.h,int inode_lock_killable,INODE_LOCK_KILLABLE)
 ccflags-y += $(call loopfs_probe,fs.h,int .\*create. .struct mnt_idmap,MNT_IDMAP)

@@ -37,6 +37,7 @@
 #include <linux/idr.h>
 #include <linux/loop.h>
 #include <linux/pagemap.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 #include <linux/workqueue.h>
@@ -292,7 +293,7 @@ static noinline int loop_dev_apply_limits(struct loop_dev *ldev,
 	/* A flush means an fsync of the file, pointless when read-only. */
 	lim.write_cache = ldev->file->f_op->fsync &&
 			 !(ldev->flags & LO_FLAGS_READ_ONLY);
-	lim.rotational = backing && !bdev_nonrot(backing);
+	lim.rotational = backing && bdev_rot(backing);
 	return compat_apply_limits(ldev->disk->queue, &lim);
 }
 
@@ -329,15 +330,19 @@ static void loop_dev_update_dio(struct loop_dev *ldev, bool dio)
 }
 
 /*
- * Freeze @q, waiting for requests in flight, which may wait on the backing
- * file for as long as it pleases; -EINTR, unfrozen, on a fatal signal.
+ * Freeze @q as blk_mq_freeze_queue() does, its allocation flags saved in
+ * @memflags for blk_mq_unfreeze_queue(), waiting for requests in flight,
+ * which may wait on the backing file for as long as it pleases; -EINTR,
+ * unfrozen, on a fatal signal.
  */
-static int loop_dev_freeze_killable(struct request_queue *q)
+static int loop_dev_freeze_killable(struct request_queue *q,
+				    unsigned int *memflags)
 {
+	*memflags = memalloc_noio_save();
 	blk_freeze_queue_start(q);
 	while (!blk_mq_freeze_queue_wait_timeout(q, HZ / 10)) {
 		if (fatal_signal_pending(current)) {
-			blk_mq_unfreeze_queue(q);
+			blk_mq_unfreeze_queue(q, *memflags);
 			return -EINTR;
 		}
 	}
@@ -697,11 +702,12 @@ static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	};
 	struct file *file = ldev->file;
 	bool partscan = ldev->flags & LO_FLAGS_PARTSCAN;
+	unsigned int memflags;
 
-	blk_mq_freeze_queue(q);
+	memflags = blk_mq_freeze_queue(q);
 	loop_dev_set_file(ldev, NULL);
 	compat_apply_limits(q, &lim);
-	blk_mq_unfreeze_queue(q);
+	blk_mq_unfreeze_queue(q, memflags);
 
 	invalidate_disk(ldev->disk);
 	loop_dev_sysfs_remove(ldev);
@@ -761,6 +767,7 @@ static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 			      unsigned int fd)
 {
 	struct file *file, *old;
+	unsigned int memflags;
 	bool partscan;
 	int err;
 
@@ -781,7 +788,7 @@ static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	 * Requests in flight may wait on the old file for good: wait for
 	 * them before, not while, holding the chain lock.
 	 */
-	err = loop_dev_freeze_killable(ldev->disk->queue);
+	err = loop_dev_freeze_killable(ldev->disk->queue, &memflags);
 	if (err)
 		goto out_unlock;
 	err = mutex_lock_killable(&loop_dev_chain_lock);
@@ -801,7 +808,7 @@ static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 
 	disk_force_media_change(ldev->disk);
 	loop_dev_update_dio(ldev, ldev->use_dio);
-	blk_mq_unfreeze_queue(ldev->disk->queue);
+	blk_mq_unfreeze_queue(ldev->disk->queue, memflags);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	mutex_unlock(&ldev->lock);
 
@@ -812,7 +819,7 @@ static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	return 0;
 
 out_unfreeze:
-	blk_mq_unfreeze_queue(ldev->disk->queue);
+	blk_mq_unfreeze_queue(ldev->disk->queue, memflags);
 out_unlock:
 	mutex_unlock(&ldev->lock);
 out_putf:
@@ -825,6 +832,7 @@ static int loop_dev_set_status(struct loop_dev *ldev,
 {
 	struct block_device *whole = ldev->disk->part0;
 	bool partscan = false, charged = false;
+	unsigned int memflags;
 	int prev, err;
 
 	err = mutex_lock_killable(&ldev->lock);
@@ -847,7 +855,7 @@ static int loop_dev_set_status(struct loop_dev *ldev,
 		sync_blockdev(whole);
 		invalidate_bdev(whole);
 	}
-	blk_mq_freeze_queue(ldev->disk->queue);
+	memflags = blk_mq_freeze_queue(ldev->disk->queue);
 	prev = ldev->flags;
 	err = loop_dev_status_from_info(ldev, info);
 	if (err)
@@ -865,7 +873,7 @@ static int loop_dev_set_status(struct loop_dev *ldev,
 		partscan = true;
 	}
 out_unfreeze:
-	blk_mq_unfreeze_queue(ldev->disk->queue);
+	blk_mq_unfreeze_queue(ldev->disk->queue, memflags);
 	if (err && charged)
 		ldev->ops->uncharge_partscan(ldev);
 out_unlock:
@@ -964,7 +972,7 @@ static int loop_dev_block_size_arg(unsigned long arg, unsigned int *bsize)
 static int loop_dev_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
 				   struct block_device *bdev, unsigned long arg)
 {
-	unsigned int bsize;
+	unsigned int bsize, memflags;
 	int err;
 
 	if (!(mode & BLK_OPEN_EXCL)) {
@@ -984,10 +992,10 @@ static int loop_dev_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
 		goto out_unlock;
 	sync_blockdev(ldev->disk->part0);
 	invalidate_bdev(ldev->disk->part0);
-	blk_mq_freeze_queue(ldev->disk->queue);
+	memflags = blk_mq_freeze_queue(ldev->disk->queue);
 	err = loop_dev_apply_limits(ldev, bsize);
 	loop_dev_update_dio(ldev, ldev->use_dio);
-	blk_mq_unfreeze_queue(ldev->disk->queue);
+	blk_mq_unfreeze_queue(ldev->disk->queue, memflags);
 out_unlock:
 	mutex_unlock(&ldev->lock);
 out_claim:
@@ -1000,6 +1008,7 @@ static int loop_dev_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
 				 unsigned long arg)
 {
 	int err = mutex_lock_killable(&ldev->lock);
+	unsigned int memflags;
 
 	if (err)
 		return err;
@@ -1012,9 +1021,9 @@ static int loop_dev_simple_ioctl(struct loop_dev *ldev, unsigned int cmd,
 							  ldev->sizelimit,
 							  ldev->file));
 	} else {
-		blk_mq_freeze_queue(ldev->disk->queue);
+		memflags = blk_mq_freeze_queue(ldev->disk->queue);
 		loop_dev_update_dio(ldev, !!arg);
-		blk_mq_unfreeze_queue(ldev->disk->queue);
+		blk_mq_unfreeze_queue(ldev->disk->queue, memflags);
 		if (ldev->use_dio != !!arg)
 			err = -EINVAL;
 	}
@@ -1314,8 +1323,8 @@ static int loop_dev_init_tag_set(struct loop_dev *ldev)
 	set->numa_node = NUMA_NO_NODE;
 	set->cmd_size = sizeof(struct loop_dev_cmd);
 	/* BLOCKING: inline service may sleep in the page cache. */
-	set->flags = BLK_MQ_F_SHOULD_MERGE | BLK_MQ_F_BLOCKING |
-		     BLK_MQ_F_STACKING | BLK_MQ_F_NO_SCHED_BY_DEFAULT;
+	set->flags = BLK_MQ_F_BLOCKING | BLK_MQ_F_STACKING |
+		     BLK_MQ_F_NO_SCHED_BY_DEFAULT;
 	set->driver_data = ldev;
 	return blk_mq_alloc_tag_set(set);
 }
