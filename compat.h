@@ -14,7 +14,9 @@
 
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
+#include <linux/dcache.h>
 #include <linux/fs.h>
+#include <linux/namei.h>
 #include <linux/sched/mm.h>
 #include <linux/sysctl.h>
 
@@ -217,6 +219,57 @@ static inline __must_check int inode_lock_killable(struct inode *inode)
 {
 	return down_write_killable(&inode->i_rwsem);
 }
+#endif
+
+/* A superblock's dentry operations were a field it set itself. */
+#ifndef LOOPFS_HAVE_SET_DEFAULT_D_OP
+static inline void set_default_d_op(struct super_block *sb,
+				    const struct dentry_operations *ops)
+{
+	sb->s_d_op = ops;
+}
+#endif
+
+#ifndef LOOPFS_HAVE_INODE_JUST_DROP
+#define inode_just_drop		generic_delete_inode
+#endif
+
+#ifndef LOOPFS_HAVE_QSTR
+#define QSTR(n)			((struct qstr)QSTR_INIT(n, strlen(n)))
+#endif
+
+/*
+ * lookup_one_len() also checked that the caller may search @base, as a
+ * path walk would; lookup_noperm() is a filesystem's lookup in its own
+ * directories and checks nothing. Every directory of an instance may be
+ * searched by everybody (0755, 0555), so there the check is refused by
+ * a security module's hook alone, never by owner or mode.
+ */
+#ifndef LOOPFS_HAVE_LOOKUP_NOPERM
+static inline struct dentry *lookup_noperm(struct qstr *name,
+					   struct dentry *base)
+{
+	return lookup_one_len(name->name, base, name->len);
+}
+#endif
+
+/*
+ * A filesystem whose tree lives in the dcache alone marks its entries
+ * persistent: the mark holds a reference, which simple_unlink() drops
+ * (d_make_discardable()) and kill_anon_super() drops for every entry
+ * left. Before, that reference was a plain one: simple_unlink() dropped
+ * it with dput(), and kill_litter_super() dropped the rest (d_genocide())
+ * before it called kill_anon_super().
+ */
+#ifndef LOOPFS_HAVE_D_MAKE_PERSISTENT
+static inline struct dentry *d_make_persistent(struct dentry *dentry,
+					       struct inode *inode)
+{
+	d_instantiate(dentry, inode);
+	return dget(dentry);
+}
+
+#define kill_anon_super(sb)	kill_litter_super(sb)
 #endif
 
 /* Inode operations were handed the mount's user namespace. */

@@ -161,7 +161,8 @@ static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 /*
  * Give @inode the name @name in @dir, whose inode lock the caller holds,
  * and tell @dir's watchers, as a creation in userspace would. Returns the
- * new entry, or an ERR_PTR() after dropping the inode.
+ * new entry, valid as long as it stays in @dir (the caller holds no
+ * reference), or an ERR_PTR() after dropping the inode.
  */
 static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 				       struct inode *inode)
@@ -169,7 +170,7 @@ static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 	struct dentry *dentry;
 
 	lockdep_assert_held(&d_inode(dir)->i_rwsem);
-	dentry = lookup_one_len(name, dir, strlen(name));
+	dentry = lookup_noperm(&QSTR(name), dir);
 	if (IS_ERR(dentry)) {
 		iput(inode);
 		return dentry;
@@ -179,26 +180,31 @@ static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
 		iput(inode);
 		return ERR_PTR(-EEXIST);
 	}
-	/* The lookup's reference pins the entry until it is unlinked. */
-	d_instantiate(dentry, inode);
+	/*
+	 * The entry stays in the dcache until simple_unlink() or the
+	 * superblock's end (kill_anon_super()) makes it discardable; the
+	 * lookup's own reference goes now.
+	 */
+	d_make_persistent(dentry, inode);
 	if (S_ISDIR(inode->i_mode))
 		fsnotify_mkdir(d_inode(dir), dentry);
 	else
 		fsnotify_create(d_inode(dir), dentry);
+	dput(dentry);
 	return dentry;
 }
 
 /*
  * Remove @name from @dir, whose inode lock the caller holds, and tell
- * @dir's watchers. The lookup's reference keeps the entry positive until
- * d_delete().
+ * @dir's watchers. simple_unlink() drops the entry's persistence; the
+ * lookup's reference keeps it positive until d_delete().
  */
 static void loopfs_remove_entry(struct dentry *dir, const char *name)
 {
 	struct dentry *dentry;
 
 	lockdep_assert_held(&d_inode(dir)->i_rwsem);
-	dentry = lookup_one_len(name, dir, strlen(name));
+	dentry = lookup_noperm(&QSTR(name), dir);
 	if (IS_ERR(dentry))
 		return;
 	if (d_really_is_positive(dentry)) {
@@ -243,7 +249,7 @@ static bool loopfs_node_is(struct super_block *sb, const char *name,
 	struct dentry *dentry;
 	bool same;
 
-	dentry = lookup_one_len(name, sb->s_root, strlen(name));
+	dentry = lookup_noperm(&QSTR(name), sb->s_root);
 	if (IS_ERR(dentry))
 		return false;
 	same = d_really_is_positive(dentry) &&
@@ -749,7 +755,7 @@ static void loopfs_free_inode(struct inode *inode)
 static const struct super_operations loopfs_super_ops = {
 	.free_inode	= loopfs_free_inode,
 	.statfs		= simple_statfs,
-	.drop_inode	= generic_delete_inode,
+	.drop_inode	= inode_just_drop,
 	.show_options	= loopfs_show_options,
 };
 
@@ -849,7 +855,7 @@ static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 	sb->s_blocksize_bits = PAGE_SHIFT;
 	sb->s_magic = LOOPFS_SUPER_MAGIC;
 	sb->s_op = &loopfs_super_ops;
-	sb->s_d_op = &loopfs_dentry_ops;
+	set_default_d_op(sb, &loopfs_dentry_ops);
 	sb->s_time_gran = 1;
 	/*
 	 * The superblock may belong to a user namespace; its nodes must
@@ -988,7 +994,8 @@ static void loopfs_kill_sb(struct super_block *sb)
 {
 	struct loopfs_instance *inst = loopfs_sb(sb);
 
-	kill_litter_super(sb);
+	/* Its persistent entries go with the tree (loopfs_add_entry()). */
+	kill_anon_super(sb);
 	if (inst) {
 		loopfs_instance_shutdown(inst);
 		loopfs_instance_put(inst);
