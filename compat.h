@@ -272,6 +272,11 @@ static inline struct dentry *d_make_persistent(struct dentry *dentry,
 #define kill_anon_super(sb)	kill_litter_super(sb)
 #endif
 
+/* A namespace's reference count was a field of its ns_common. */
+#ifndef LOOPFS_HAVE_NS_REF_READ
+#define ns_ref_read(__ns)	refcount_read(&(__ns)->ns.count)
+#endif
+
 /* Inode operations were handed the mount's user namespace. */
 #ifndef LOOPFS_HAVE_MNT_IDMAP
 #define mnt_idmap		user_namespace

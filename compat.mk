@@ -29,6 +29,7 @@ ccflags-y += $(call loopfs_probe,fs.h,int inode_just_drop.struct inode,INODE_JUS
 ccflags-y += $(call loopfs_probe,dcache.h,define QSTR.n. ,QSTR)
 ccflags-y += $(call loopfs_probe,dcache.h,void set_default_d_op.struct super_block,SET_DEFAULT_D_OP)
 ccflags-y += $(call loopfs_probe,dcache.h,struct dentry .d_make_persistent.struct dentry,D_MAKE_PERSISTENT)
+ccflags-y += $(call loopfs_probe,ns_common.h,define ns_ref_read,NS_REF_READ)
 ccflags-y += $(call loopfs_probe,namei.h,struct dentry .lookup_noperm.struct qstr,LOOKUP_NOPERM)
 ccflags-y += $(call loopfs_probe,sysctl.h,typedef int proc_handler.const struct ctl_table,CONST_PROC_HANDLER)
 ccflags-y += $(call loopfs_probe,sysctl.h,register_sysctl_sz,REGISTER_SYSCTL_SZ)

@@ -244,7 +244,7 @@ static void loopfs_prune_ns_limits(struct hlist_head *dead)
 
 	lockdep_assert_held(&loopfs_limits_lock);
 	hash_for_each_safe(loopfs_ns_limits, bkt, tmp, l, node) {
-		if (refcount_read(&l->ns->ns.count) != 1)
+		if (ns_ref_read(l->ns) != 1)
 			continue;
 		hash_del(&l->node);
 		hlist_add_head(&l->node, dead);
