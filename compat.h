@@ -106,8 +106,10 @@ static inline bool bdev_rot(struct block_device *bdev)
  */
 #ifndef LOOPFS_HAVE_MERGE_BY_DEFAULT
 #define blk_mq_alloc_tag_set(set) ({					\
-	(set)->flags |= BLK_MQ_F_SHOULD_MERGE;				\
-	blk_mq_alloc_tag_set(set);					\
+	struct blk_mq_tag_set *__set = (set);				\
+									\
+	__set->flags |= BLK_MQ_F_SHOULD_MERGE;				\
+	blk_mq_alloc_tag_set(__set);					\
 })
 #endif
 
