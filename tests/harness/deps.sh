@@ -1,27 +1,30 @@
 #!/bin/bash
 # deps.sh: install every Debian package that building, packaging and testing
-# loopfs needs.  Idempotent: asks dpkg first and only runs apt-get (with one
-# apt-get update) when something is missing.
+# loopfs needs on this machine (bookworm), then make or check the root of
+# every later release (rootfs.sh).  Idempotent: asks dpkg first and only
+# runs apt-get (with one apt-get update) when something is missing; a root
+# whose stamp is current is left alone.
 set -euo pipefail
 
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/releases.sh"
+
 pkgs=(
-	# build
+	# build: bookworm's 6.1, its 6.12 backport and the PREEMPT_RT flavours
 	gcc make libc6-dev libelf-dev
-	linux-headers-amd64 linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64
+	linux-headers-amd64 linux-headers-rt-amd64
+	linux-headers-6.12-amd64 linux-headers-6.12-rt-amd64
 	linux-source-6.1 linux-source-6.12 xz-utils zstd sparse
 	# packaging
 	dkms dpkg-dev debhelper dh-dkms lintian
-	# guests: kernels, QEMU, initramfs
+	# guests: kernels, QEMU, initramfs; the later releases' roots
 	linux-image-amd64 linux-image-6.12-amd64
-	qemu-system-x86 busybox-static cpio kmod
-	# what the suites run inside the guests (the host root is the guest's userland)
-	util-linux mount fdisk e2fsprogs fio procps coreutils uidmap
-	f2fs-tools xfsprogs btrfs-progs
-	libseccomp-dev fuse2fs fuse3 gnuplot-nox
+	qemu-system-x86 busybox-static cpio debootstrap
+	# what the suites run in bookworm's guests (the host root is their userland)
+	"${userland_pkgs[@]}"
+	libseccomp-dev
 	# make bench-profile
 	linux-perf
-	# container managers the OCI hook is tested with
-	podman crun conmon jq lxc
 )
 
 missing=()
@@ -35,15 +38,16 @@ done
 
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "deps: all ${#pkgs[@]} packages installed"
-	exit 0
-fi
-
-if [ "$(id -u)" -ne 0 ]; then
+elif [ "$(id -u)" -ne 0 ]; then
 	echo "deps: missing packages: ${missing[*]} (run as root to install them)" >&2
 	exit 1
+else
+	echo "deps: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q
+	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-echo "deps: installing ${missing[*]}"
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+for r in "${root_releases[@]}"; do
+	"$here/rootfs.sh" "$r"
+done
