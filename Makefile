@@ -133,7 +133,7 @@ lint:
 
 # --- DKMS --------------------------------------------------------------------
 
-DKMS_KVERS ?= $(shell $(HARNESS)/kvers.sh all 2>/dev/null)
+DKMS_KVERS ?= $(shell $(HARNESS)/kvers.sh host 2>/dev/null)
 DKMS_SRC = /usr/src/loopfs-$(VERSION)
 
 dkms-install:

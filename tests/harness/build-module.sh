@@ -1,20 +1,27 @@
 #!/bin/bash
 # build-module.sh KVER: copy the module sources (Kbuild, compat.mk,
 # dkms.conf, *.c, *.h) into .build/KVER/ and build loopfs.ko there against that kernel's
-# headers with warnings as errors.  Any compiler, modpost or linker warning
+# headers with warnings as errors, on this machine or, for a later release's
+# kernel, chrooted in that release's root (releases.sh).  Any compiler, modpost or linker warning
 # fails the build.
 set -euo pipefail
 
 kver=${1:?usage: build-module.sh KVER}
-src=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
 out=$src/.build/$kver
+. "$here/releases.sh"
 
+# A later release's kernel is built chrooted in its root, by its compiler.
+root=$(kver_root "$kver")
 kdir=/lib/modules/$kver/build
-[ -d "$kdir" ] || kdir=/usr/src/linux-headers-$kver
-if [ ! -d "$kdir" ]; then
-	echo "build-module: no headers for $kver (looked in /lib/modules/$kver/build and $kdir)" >&2
+[ -d "$root$kdir" ] || kdir=/usr/src/linux-headers-$kver
+if [ ! -d "$root$kdir" ]; then
+	echo "build-module: no headers for $kver (looked in ${root:-/}lib/modules/$kver/build and $root$kdir)" >&2
 	exit 1
 fi
+run=()
+[ -z "$root" ] || run=(in_root "$root")
 if [ ! -f "$src/Kbuild" ]; then
 	echo "build-module: $src/Kbuild is missing" >&2
 	exit 1
@@ -32,10 +39,10 @@ for f in "$src"/*.c "$src"/*.h; do
 	[ -e "$f" ] && cp -p "$f" "$out/"
 done
 
-echo "  BUILD   loopfs.ko for $kver"
+echo "  BUILD   loopfs.ko for $kver${root:+ (chrooted in ${root##*/})}"
 log=$out/build.log
 rc=0
-make -C "$kdir" M="$out" KCFLAGS=-Werror modules >"$log" 2>&1 || rc=$?
+"${run[@]}" make -C "$kdir" M="$out" KCFLAGS=-Werror modules >"$log" 2>&1 || rc=$?
 if [ "$rc" -ne 0 ] || grep -qi 'warning' "$log"; then
 	cat "$log"
 	echo "build-module: loopfs.ko for $kver FAILED (log: $log)" >&2

@@ -2,7 +2,8 @@
 # lint.sh: checkpatch.pl --strict (from Debian's linux-source-6.1),
 # kernel-doc -Wall (from linux-source-6.12: 6.1's does not check return
 # values) and sparse (make C=2) on the module's sources, for every
-# supported kernel. Prints TAP.
+# supported kernel: a later release's chrooted in its root, with its own
+# compiler and sparse (tests/harness/releases.sh). Prints TAP.
 # Zero findings pass. Justified exceptions: ENOSYS (loop-control answers
 # unknown ioctls with -ENOSYS because the in-tree driver does, see
 # loopfs_ctl_ioctl()) and the source lines in $justified below.
@@ -10,6 +11,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
+. "$src/tests/harness/releases.sh"
 out=$src/.build/lint
 tarball=/usr/src/linux-source-6.1.tar.xz
 tarball_612=/usr/src/linux-source-6.12.tar.xz
@@ -99,7 +101,10 @@ for k in $kvers; do
 	rm -rf "$dir" && mkdir -p "$dir"
 	cp "$src/Kbuild" "$src/compat.mk" "$src/dkms.conf" "${sources[@]/#/$src/}" "$dir/"
 	log=$dir/sparse.log
-	make -C "/lib/modules/$k/build" M="$dir" C=2 modules >"$log" 2>&1
+	root=$(kver_root "$k")
+	run=()
+	[ -z "$root" ] || run=(in_root "$root")
+	"${run[@]}" make -C "/lib/modules/$k/build" M="$dir" C=2 modules >"$log" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] || grep -qE '(warning|error):' "$log"; then
 		grep -E '(warning|error):' "$log" | sed 's/^/# /'
