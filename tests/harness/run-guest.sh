@@ -4,7 +4,9 @@
 # run-guest.sh --demo KVER
 #
 # Boot /boot/vmlinuz-KVER in QEMU with the host's root shared read-only over
-# 9p, load loop + .build/KVER/loopfs.ko in the guest and run the suites.
+# 9p (a later release's kernel: its root's /boot/vmlinuz-KVER with that root,
+# see releases.sh), load loop + .build/KVER/loopfs.ko in the guest and run
+# the suites.
 # With --run, run one COMMAND (a path the guest sees, e.g. in the repo) as
 # root instead, its output shown live from the console; the exit status is
 # COMMAND's (or a failure when the guest panicked, hung or logged a kernel
@@ -26,10 +28,11 @@
 # GUEST_TIMEOUT (whole boot; default: the sum of the suite timeouts plus
 # 300 s, at most 2400 s), GUEST_MEM (MiB, default 2048), GUEST_DISK,
 # GUEST_ACCEL (tcg|kvm|auto, default auto), GUEST_CMDLINE_EXTRA (appended to
-# the kernel command line), GUEST_KERNEL (kernel image, default
-# /boot/vmlinuz-KVER), GUEST_MODDIR (a directory holding KVER/modules.dep...
-# to use instead of /lib/modules, for kernels built elsewhere; it is mounted
-# on the guest's /lib/modules).  LOOPFS_FUZZ_* and BENCH_* variables are
+# the kernel command line), GUEST_ROOT (the guest's /, default the root of
+# KVER's release, or / for bookworm's kernels), GUEST_KERNEL (kernel image,
+# default GUEST_ROOT/boot/vmlinuz-KVER), GUEST_MODDIR (a directory holding
+# KVER/modules.dep... to use instead of GUEST_ROOT/lib/modules, for kernels
+# built elsewhere; it is mounted on the guest's /lib/modules).  LOOPFS_FUZZ_* and BENCH_* variables are
 # passed on.
 set -euo pipefail
 
@@ -43,11 +46,14 @@ shift
 
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
+. "$here/releases.sh"
 build=$src/.build
 run_name=${GUEST_RUN_NAME:-$kver}
 res=$build/results/$run_name
 ko=$build/$kver/loopfs.ko
-kernel=${GUEST_KERNEL:-/boot/vmlinuz-$kver}
+groot=${GUEST_ROOT-$(kver_root "$kver")}
+groot=${groot%/}
+kernel=${GUEST_KERNEL:-$groot/boot/vmlinuz-$kver}
 initrd=$build/initramfs/$kver.cpio
 log=$build/results/$run_name.serial.log
 
@@ -150,11 +156,14 @@ fi
 # Rebuild the initramfs when the kernel, busybox or the harness changed.
 if [ ! -s "$initrd" ] || [ "$initrd" -ot "$here/guest-init" ] ||
 	[ "$initrd" -ot "$here/mkinitramfs.sh" ] || [ "$initrd" -ot "$kernel" ]; then
-	GUEST_MODDIR=${GUEST_MODDIR:-} "$here/mkinitramfs.sh" "$kver" "$initrd"
+	GUEST_MODDIR=${GUEST_MODDIR:-$groot/lib/modules} "$here/mkinitramfs.sh" "$kver" "$initrd"
 fi
 
 rm -rf "$res" "$log"
 mkdir -p "$res"
+# The guest mounts the repository at its own path: a release root that has
+# no such directory gets it (an empty mount point).
+[ -z "$groot" ] || mkdir -p "$groot$src"
 {
 	printf 'export LOOPFS_SRC=%q\n' "$src"
 	printf 'export LOOPFS_BUILD=%q\n' "$build"
@@ -208,6 +217,16 @@ cmdline+=" log_buf_len=4M no_timer_check tsc=reliable 8250.nr_uarts=1"
 # The CRNG is seeded from the CPU (and virtio-rng) during boot, so that its
 # static key is switched before any suite runs (see run-suites.sh).
 cmdline+=" random.trust_cpu=on"
+# A kernel that inlines the TSC read into its timekeeping switches that in
+# with a static key once the TSC becomes its clocksource, at about 2 s of
+# uptime: a text patch of code the other vCPU runs at every timer tick,
+# which TCG does not reliably survive (an int3 Oops in ktime_get(), as
+# with the CRNG's key). Under TCG such a kernel keeps the HPET, whose
+# read it never inlines.
+if [ "$accel" = tcg ] && grep -qsx CONFIG_ARCH_WANTS_CLOCKSOURCE_READ_INLINE=y \
+	"${kernel%/*}/config-$kver"; then
+	cmdline+=" clocksource=hpet"
+fi
 cmdline+=" ${GUEST_CMDLINE_EXTRA:-}"
 cpu=max
 [ "$accel" = kvm ] && cpu=host
@@ -216,7 +235,7 @@ qemu=(qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -smp 2 -m "$GUEST_MEM"
 	-nodefaults -no-user-config -nographic -monitor none -serial "file:$log"
 	-no-reboot -kernel "$kernel" -initrd "$initrd" -append "$cmdline"
 	-device virtio-rng-pci
-	-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap
+	-virtfs "local,path=${groot:-/},mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$src,mount_tag=repo,security_model=none,readonly=on,multidevs=remap"
 	-virtfs "local,path=$res,mount_tag=results,security_model=none"
 )
