@@ -30,8 +30,13 @@ setup_tmpfs_dev_with_instance() {
 }
 
 losetup_f_prints_dev_loop0() {
+	local out
 	# Find the first available loop device
-	loopdev=$(losetup -f)          # will be something like /dev/loop0
+	out=$(losetup -f)              # will be something like /dev/loop0
+	# util-linux 2.40 and later add " (lost)" to a name that sysfs knows
+	# (here the host's stock loop0, or the instance's own once the view
+	# is bound) and /dev does not have: the node the next step links.
+	loopdev=${out% (lost)}
 	expect_eq /dev/loop0 "$loopdev" "losetup -f"
 	deventry=$(basename "$loopdev")  # now just "loop0"
 	# Redirect that loop device to loopfs
