@@ -1,16 +1,21 @@
 #!/bin/bash
-# The Debian packages as a user meets them.  Packages are installed and
-# removed on this machine; the module is only ever loaded in guests.
-#   1. Build loopfs-dkms and loopfs-tools from the files git tracks, at the
-#      tree's version and at a later one (same sources, a version bumped in
-#      dkms.conf and debian/changelog).
+# The Debian packages as a user of each supported release meets them.
+# Packages are installed and removed on this machine (bookworm) and in each
+# later release's root (tests/harness/releases.sh), with that release's apt
+# and dkms; the module is only ever loaded in guests.
+#   1. Build loopfs-dkms and loopfs-tools once, here, from the files git
+#      tracks, at the tree's version and at a later one (same sources, a
+#      version bumped in dkms.conf and debian/changelog).
+# Then, for bookworm and for each release root in turn (KERNELS, as for
+# make check, chooses them by their guest kernels):
 #   2. apt-get install both: DKMS has built and installed loopfs.ko for
-#      every kernel whose headers are installed (6.1, 6.12 and the 6.12 RT
-#      flavour here), each with that kernel's vermagic; the tools, man pages
+#      every kernel whose headers are installed (bookworm: 6.1, the 6.12
+#      backport and their RT flavours; a root: its kernel and its RT
+#      flavour), each with that kernel's vermagic; the tools, man pages
 #      and udev rule are in place.
-#   3. A guest of each supported kernel loads the installed module through
-#      `mount -t loop` alone and runs the article's recipe
-#      (installed-guest.sh).
+#   3. A guest of the release's kernel, on the release's userland, loads
+#      the installed module through `mount -t loop` alone and runs the
+#      article's recipe (installed-guest.sh).
 #   4. apt-get install the later version over it: rebuilt for every kernel,
 #      nothing of the first version left.
 #   5. A kernel whose headers arrive after the package: its build is
@@ -21,36 +26,61 @@
 #      /var/lib/dkms, /usr or /etc, no package state left.
 # Whatever this installs is purged on exit, also when a test fails.  On a
 # machine that already has loopfs installed (package, DKMS or source tree)
-# every test is skipped rather than replace what the user installed.
-# Must not run beside guests of this machine: it changes /lib/modules,
-# which they share.  Prints TAP.
+# every test is skipped rather than replace what the user installed; a
+# root is the harness's own, and what an interrupted run left there is
+# purged first.  Must not run beside guests of this machine: it changes
+# /lib/modules of the host and of the roots, which they share.  Prints TAP.
 set -uo pipefail
 
-src=$(cd "$(dirname "$0")/../.." && pwd)
+here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
 . "$src/tests/harness/tap.sh"
-. "$src/tests/deb/lib.sh"
+. "$src/tests/harness/releases.sh"
+. "$src/tests/harness/gate.sh"
+. "$here/lib.sh"
 ver=$(make -s --no-print-directory -C "$src" version 2>/dev/null)
 ver2=$ver.1
 arch=$(dpkg --print-architecture)
 mapfile -t guest_kvers < <("$src/tests/harness/kvers.sh" guest)
 export DEBIAN_FRONTEND=noninteractive
 
-# Kernels DKMS is expected to build for: every one with headers.
-kernels=()
-for b in /lib/modules/*/build; do
-	[ -e "$b/include" ] || continue
-	b=${b%/build}
-	kernels+=("${b##*/}")
+# The releases, each with the root its packages go to ("" for this
+# machine) and its guest kernel; KERNELS (as for make check) chooses
+# releases by their guest kernels.
+releases=() rootdirs=() rel_guests=()
+if selected "${guest_kvers[0]:-}"; then
+	releases+=(bookworm) rootdirs+=("") rel_guests+=("${guest_kvers[0]:-}")
+fi
+for r in "${root_releases[@]}"; do
+	release_ready "$r" && selected "$(release_kver "$r")" || continue
+	releases+=("$r")
+	rootdirs+=("$(release_root "$r")")
+	rel_guests+=("$(release_kver "$r")")
 done
 
-nk=${#kernels[@]} ng=${#guest_kvers[@]}
-planned=$((2 + 1 + nk + 4 + 6 * ng + 2 + nk + 2 + 1 + 4))
+# kernels_of ROOT: the kernels whose headers ROOT has, which DKMS builds for
+kernels_of() {
+	local b
+	for b in "$1"/lib/modules/*/build; do
+		[ -e "$b/include" ] || continue
+		b=${b%/build}
+		echo "${b##*/}"
+	done
+}
+
+planned=2
+for i in "${!releases[@]}"; do
+	nk=$(kernels_of "${rootdirs[$i]}" | wc -l)
+	planned=$((planned + 1 + nk + 4 + 6 + 2 + nk + 2 + 1 + 4))
+done
 tap_plan "$planned"
 
-work=$(mktemp -d)
+# Under the repository: in_root shows it to the roots at the same path.
+mkdir -p "$src/.build"
+work=$(mktemp -d "$src/.build/deb-install.XXXXXX")
 log=$work/log
 
-# Already installed: say so on every planned line and stop.
+# Already installed here: say so on every planned line and stop.
 installed_before=$( (dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' \
 	loopfs-dkms loopfs-tools 2>/dev/null | awk '$2 != "un"'
 	dkms status -m loopfs 2>/dev/null
@@ -65,27 +95,49 @@ if [ -n "$installed_before" ]; then
 	exit 0
 fi
 
-cleanup() {
+# The release being tested: its name, root ("" here) and the prefix that
+# runs a command there.
+rel=bookworm root="" at=()
+
+# purge_ours: remove every trace of both versions from the current release
+purge_ours() {
 	local v
-	apt-get purge -y loopfs-dkms loopfs-tools >/dev/null 2>&1
+	"${at[@]}" apt-get purge -y loopfs-dkms loopfs-tools >/dev/null 2>&1
 	for v in "$ver" "$ver2"; do
-		dkms status -m loopfs -v "$v" 2>/dev/null | grep -q . &&
-			dkms remove -m loopfs -v "$v" --all >/dev/null 2>&1
-		rm -rf "/usr/src/loopfs-$v"
+		"${at[@]}" dkms status -m loopfs -v "$v" 2>/dev/null | grep -q . &&
+			"${at[@]}" dkms remove -m loopfs -v "$v" --all >/dev/null 2>&1
+		rm -rf "$root/usr/src/loopfs-$v"
 	done
-	rm -rf /var/lib/dkms/loopfs "$work"
+	rm -rf "$root/var/lib/dkms/loopfs"
+}
+
+cleanup() {
+	local i
+	for i in "${!releases[@]}"; do
+		use_release "$i"
+		purge_ours
+	done
+	rm -rf "$work"
 }
 trap cleanup EXIT
 
-# The packages' scripts see the machine booted into the first guest kernel,
-# as a user's machine is; a build machine that runs some other kernel (no
-# /lib/modules of its own) makes DKMS build for every kernel by itself,
-# which would hide a package that relies on that.
+# use_release INDEX: the commands below act on that release
+use_release() {
+	rel=${releases[$1]} root=${rootdirs[$1]} at=()
+	[ -z "$root" ] || at=(in_root "$root")
+}
+
+# The packages' scripts see the machine booted into the release's guest
+# kernel, as a user's machine is; a build machine that runs some other
+# kernel (no /lib/modules of its own) makes DKMS build for every kernel by
+# itself, which would hide a package that relies on that.
 mkdir "$work/bin"
-printf '#!/bin/sh\n[ "$1" = -r ] && { echo %s; exit 0; }\nexec /usr/bin/uname "$@"\n' \
-	"${guest_kvers[0]:-}" >"$work/bin/uname"
-chmod +x "$work/bin/uname"
-apt_get() { apt-get -o DPkg::Path="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
+fake_uname() {
+	printf '#!/bin/sh\n[ "$1" = -r ] && { echo %s; exit 0; }\nexec /usr/bin/uname "$@"\n' \
+		"$1" >"$work/bin/uname"
+	chmod +x "$work/bin/uname"
+}
+apt_get() { "${at[@]}" apt-get -o DPkg::Path="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
 
 # run CMD...: quietly; its output goes to $log for a failure to show.
 run() { "$@" >"$log" 2>&1; }
@@ -94,7 +146,7 @@ run() { "$@" >"$log" 2>&1; }
 check() {
 	local d=$1
 	shift
-	if run "$@"; then tap OK "$d"; else tap FAIL "$d" "$log"; fi
+	if run "$@"; then tap OK "$rel: $d"; else tap FAIL "$rel: $d" "$log"; fi
 }
 
 # build_debs VERSION DIR: the packages at VERSION from the tracked files.
@@ -117,16 +169,21 @@ build_debs() {
 	make -C "$tree" deb
 }
 
-# module_of KVER: the module DKMS installed for KVER (none: empty)
-module_of() { ls "/lib/modules/$1/updates/dkms"/loopfs.ko* 2>/dev/null | head -n 1; }
+# module_of KVER: the module DKMS installed for KVER, as the release names
+# it (none: empty)
+module_of() {
+	local ko
+	ko=$(ls "$root/lib/modules/$1/updates/dkms"/loopfs.ko* 2>/dev/null | head -n 1)
+	[ -z "$ko" ] || echo "${ko#"$root"}"
+}
 
 # module_ok KVER VERSION: DKMS installed loopfs.ko at VERSION for KVER,
 # with KVER's vermagic
 module_ok() {
 	local ko vm mv
 	ko=$(module_of "$1")
-	vm=$([ -n "$ko" ] && modinfo -F vermagic "$ko" | awk '{ print $1 }')
-	mv=$([ -n "$ko" ] && modinfo -F version "$ko")
+	vm=$([ -n "$ko" ] && "${at[@]}" modinfo -F vermagic "$ko" | awk '{ print $1 }')
+	mv=$([ -n "$ko" ] && "${at[@]}" modinfo -F version "$ko")
 	[ -n "$ko" ] && [ "$vm" = "$1" ] && [ "$mv" = "$2" ] && return 0
 	echo "# $1: ${ko:-no module}, vermagic ${vm:-none}, version ${mv:-none}"
 	return 1
@@ -134,7 +191,7 @@ module_ok() {
 
 # dkms_state: "VERSION KERNEL STATE" per line, as dkms status says it
 dkms_state() {
-	dkms status -m loopfs 2>/dev/null |
+	"${at[@]}" dkms status -m loopfs 2>/dev/null |
 		sed -n 's|^loopfs/\([^,]*\), \([^,]*\), [^:]*: \(.*\)$|\1 \2 \3|p' | sort
 }
 
@@ -148,16 +205,24 @@ dkms_installed_everywhere() {
 	done | sort)
 }
 
+# packages_at VERSION: both packages are installed at VERSION
+packages_at() {
+	[ "$("${at[@]}" dpkg-query -W -f='${Version} ' loopfs-dkms loopfs-tools)" = "$1 $1 " ]
+}
+
+no_package_state() {
+	! "${at[@]}" dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' \
+		loopfs-dkms loopfs-tools 2>/dev/null | grep -v ' un'
+}
+
 # ours_under: files and directories named after loopfs in the places a
 # purge must leave clean
 ours_under() {
-	find /lib/modules /var/lib/dkms /usr /etc -xdev -name '*loopfs*' 2>/dev/null | sort
+	find "$root"/lib/modules "$root"/var/lib/dkms "$root"/usr "$root"/etc \
+		-xdev -name '*loopfs*' 2>/dev/null | sort
 }
 
-before=$work/before
-ours_under >"$before"
-
-# 1. build
+# 1. build, once, here
 if run build_debs "$ver" "$work/v1"; then tap OK "make deb at $ver"; else tap FAIL "make deb at $ver" "$log"; fi
 if run build_debs "$ver2" "$work/v2"; then tap OK "make deb at $ver2"; else tap FAIL "make deb at $ver2" "$log"; fi
 debs1=("$work/v1/loopfs-$ver/.build/deb/loopfs-dkms_${ver}_all.deb"
@@ -165,95 +230,108 @@ debs1=("$work/v1/loopfs-$ver/.build/deb/loopfs-dkms_${ver}_all.deb"
 debs2=("$work/v2/loopfs-$ver2/.build/deb/loopfs-dkms_${ver2}_all.deb"
 	"$work/v2/loopfs-$ver2/.build/deb/loopfs-tools_${ver2}_$arch.deb")
 
-# 2. install
-check "apt-get install ./loopfs-dkms_${ver}_all.deb ./loopfs-tools_${ver}_$arch.deb" \
-	apt_get install -y "${debs1[@]}"
-for k in "${kernels[@]}"; do
-	if module_ok "$k" "$ver"; then
-		tap OK "DKMS installed loopfs.ko $ver for $k, vermagic $k"
-	else
-		tap FAIL "DKMS installed loopfs.ko $ver for $k, vermagic $k"
-	fi
-done
-check "dkms status: loopfs $ver installed for every kernel with headers, nothing else" \
-	dkms_installed_everywhere "$ver"
-check "loopfs-run is on the PATH and runs" sh -c 'loopfs-run --help 2>&1 | grep -q loopfs-run'
-check "the manual pages loopfs(5) and loopfs-run(1) are installed" \
-	test -f /usr/share/man/man5/loopfs.5.gz -a -f /usr/share/man/man1/loopfs-run.1.gz
-check "the udev rule and the modprobe.d file are in place" \
-	test -f /usr/lib/udev/rules.d/59-loopfs.rules -a -f /etc/modprobe.d/loopfs.conf
+# cycle INDEX: steps 2 to 6 on release INDEX
+cycle() {
+	local k g rc out n left new shipped=$work/shipped before=$work/before
+	use_release "$1"
+	g=${rel_guests[$1]}
+	mapfile -t kernels < <(kernels_of "$root")
+	fake_uname "$g"
+	[ -z "$root" ] || purge_ours
+	ours_under >"$before"
 
-# Every file the packages installed, for the purge to account for.
-shipped=$work/shipped
-{
-	dpkg-query -L loopfs-dkms loopfs-tools 2>/dev/null
-	for k in "${kernels[@]}"; do module_of "$k"; done
-} | while read -r f; do [ -f "$f" ] && echo "$f"; done | sort -u >"$shipped"
+	# 2. install
+	check "apt-get install ./loopfs-dkms_${ver}_all.deb ./loopfs-tools_${ver}_$arch.deb" \
+		apt_get install -y "${debs1[@]}"
+	for k in "${kernels[@]}"; do
+		if module_ok "$k" "$ver"; then
+			tap OK "$rel: DKMS installed loopfs.ko $ver for $k, vermagic $k"
+		else
+			tap FAIL "$rel: DKMS installed loopfs.ko $ver for $k, vermagic $k"
+		fi
+	done
+	check "dkms status: loopfs $ver installed for every kernel with headers, nothing else" \
+		dkms_installed_everywhere "$ver"
+	check "loopfs-run is on the PATH and runs" \
+		"${at[@]}" sh -c 'loopfs-run --help 2>&1 | grep -q loopfs-run'
+	check "the manual pages loopfs(5) and loopfs-run(1) are installed" \
+		test -f "$root/usr/share/man/man5/loopfs.5.gz" -a -f "$root/usr/share/man/man1/loopfs-run.1.gz"
+	check "the udev rule and the modprobe.d file are in place" \
+		test -f "$root/usr/lib/udev/rules.d/59-loopfs.rules" -a -f "$root/etc/modprobe.d/loopfs.conf"
 
-# 3. guests with the installed module
-for k in "${guest_kvers[@]}"; do
-	GUEST_RUN_NAME=deb-$k "$src/tests/harness/run-guest.sh" --run "$k" \
+	# Every file the packages installed, for the purge to account for.
+	{
+		"${at[@]}" dpkg-query -L loopfs-dkms loopfs-tools 2>/dev/null
+		for k in "${kernels[@]}"; do module_of "$k"; done
+	} | while read -r f; do [ -f "$root$f" ] && echo "$root$f"; done | sort -u >"$shipped"
+
+	# 3. a guest of the release's kernel on the installed module
+	GUEST_RUN_NAME=deb-$g "$src/tests/harness/run-guest.sh" --run "$g" \
 		tests/deb/installed-guest.sh >"$log" 2>&1
 	rc=$?
-	out=$src/.build/results/deb-$k/out.log
+	out=$src/.build/results/deb-$g/out.log
 	n=0
 	while read -r line; do
 		n=$((n + 1))
 		case $line in
-		"ok "*) tap OK "$k guest: ${line#*- }" ;;
-		*) tap FAIL "$k guest: ${line#*- }" "$out" ;;
+		"ok "*) tap OK "$rel: $g guest: ${line#*- }" ;;
+		*) tap FAIL "$rel: $g guest: ${line#*- }" "$out" ;;
 		esac
-	done < <(grep -E '^(not )?ok ' "$out" 2>/dev/null)
+	done < <(grep -E '^(not )?ok ' "$out" 2>/dev/null | head -n 5)
 	for ((; n < 5; n++)); do
-		tap FAIL "$k guest: a result for each of its 5 tests" "$log"
+		tap FAIL "$rel: $g guest: a result for each of its 5 tests" "$log"
 	done
 	if [ "$rc" -eq 0 ]; then
-		tap OK "$k guest: exit status 0 and a clean kernel log"
+		tap OK "$rel: $g guest: exit status 0 and a clean kernel log"
 	else
-		tap FAIL "$k guest: exit status 0 and a clean kernel log (status $rc)" "$log"
+		tap FAIL "$rel: $g guest: exit status 0 and a clean kernel log (status $rc)" "$log"
 	fi
-done
 
-# 4. upgrade
-check "apt-get install the $ver2 packages over $ver" apt_get install -y "${debs2[@]}"
-check "both packages are at $ver2" sh -c "[ \"\$(dpkg-query -W -f='\${Version} ' loopfs-dkms loopfs-tools)\" = '$ver2 $ver2 ' ]"
-for k in "${kernels[@]}"; do
-	if module_ok "$k" "$ver2"; then
-		tap OK "rebuilt for $k: loopfs.ko $ver2, vermagic $k"
+	# 4. upgrade
+	check "apt-get install the $ver2 packages over $ver" apt_get install -y "${debs2[@]}"
+	check "both packages are at $ver2" packages_at "$ver2"
+	for k in "${kernels[@]}"; do
+		if module_ok "$k" "$ver2"; then
+			tap OK "$rel: rebuilt for $k: loopfs.ko $ver2, vermagic $k"
+		else
+			tap FAIL "$rel: rebuilt for $k: loopfs.ko $ver2, vermagic $k"
+		fi
+	done
+	check "dkms status: only $ver2, installed for every kernel" dkms_installed_everywhere "$ver2"
+	check "the $ver source and DKMS tree are gone" \
+		sh -c "! ls -d $root/usr/src/loopfs-$ver $root/var/lib/dkms/loopfs/$ver 2>&1"
+
+	# 5. a kernel's headers installed after the package
+	k=${kernels[0]:-none}
+	"${at[@]}" dkms remove -m loopfs -v "$ver2" -k "$k" >"$log" 2>&1
+	if [ -z "$(module_of "$k")" ] &&
+		run "${at[@]}" /etc/kernel/header_postinst.d/dkms "$k" &&
+		module_ok "$k" "$ver2"; then
+		tap OK "$rel: a build removed for $k comes back from DKMS's new-headers hook"
 	else
-		tap FAIL "rebuilt for $k: loopfs.ko $ver2, vermagic $k"
+		tap FAIL "$rel: a build removed for $k comes back from DKMS's new-headers hook" "$log"
 	fi
+
+	# 6. purge
+	check "apt-get purge loopfs-dkms loopfs-tools" apt_get purge -y loopfs-dkms loopfs-tools
+	check "dpkg keeps no state of either package" no_package_state
+	left=$(while read -r f; do [ -e "$f" ] && echo "$f"; done <"$shipped")
+	if [ -s "$shipped" ] && [ -z "$left" ]; then
+		tap OK "$rel: none of the $(wc -l <"$shipped") files the packages and DKMS installed is left"
+	else
+		echo "$left" | sed 's/^/# left: /'
+		tap FAIL "$rel: none of the files the packages and DKMS installed is left"
+	fi
+	new=$(ours_under | comm -13 "$before" -)
+	if [ -z "$new" ]; then
+		tap OK "$rel: nothing named loopfs is new under /lib/modules, /var/lib/dkms, /usr, /etc"
+	else
+		echo "$new" | sed 's/^/# new: /'
+		tap FAIL "$rel: nothing named loopfs is new under /lib/modules, /var/lib/dkms, /usr, /etc"
+	fi
+}
+
+for i in "${!releases[@]}"; do
+	cycle "$i"
 done
-check "dkms status: only $ver2, installed for every kernel" dkms_installed_everywhere "$ver2"
-check "the $ver source and DKMS tree are gone" \
-	sh -c "! ls -d /usr/src/loopfs-$ver /var/lib/dkms/loopfs/$ver 2>&1"
-
-# 5. a kernel's headers installed after the package
-k=${kernels[0]:-none}
-dkms remove -m loopfs -v "$ver2" -k "$k" >"$log" 2>&1
-if [ -z "$(module_of "$k")" ] && run /etc/kernel/header_postinst.d/dkms "$k" &&
-	module_ok "$k" "$ver2"; then
-	tap OK "a build removed for $k comes back from DKMS's new-headers hook"
-else
-	tap FAIL "a build removed for $k comes back from DKMS's new-headers hook" "$log"
-fi
-
-# 6. purge
-check "apt-get purge loopfs-dkms loopfs-tools" apt_get purge -y loopfs-dkms loopfs-tools
-check "dpkg keeps no state of either package" \
-	sh -c "! dpkg-query -W -f='\${Package} \${db:Status-Abbrev}\n' loopfs-dkms loopfs-tools 2>/dev/null | grep -v ' un'"
-left=$(while read -r f; do [ -e "$f" ] && echo "$f"; done <"$shipped")
-if [ -s "$shipped" ] && [ -z "$left" ]; then
-	tap OK "none of the $(wc -l <"$shipped") files the packages and DKMS installed is left"
-else
-	echo "$left" | sed 's/^/# left: /'
-	tap FAIL "none of the files the packages and DKMS installed is left"
-fi
-new=$(ours_under | comm -13 "$before" -)
-if [ -z "$new" ]; then
-	tap OK "nothing named loopfs is new under /lib/modules, /var/lib/dkms, /usr, /etc"
-else
-	echo "$new" | sed 's/^/# new: /'
-	tap FAIL "nothing named loopfs is new under /lib/modules, /var/lib/dkms, /usr, /etc"
-fi
 [ "$tap_failed" -eq 0 ]
