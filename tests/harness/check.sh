@@ -2,15 +2,18 @@
 # check.sh: what `make check` runs.  Installs dependencies, builds loopfs.ko
 # for every supported kernel (warnings are errors), builds the userspace
 # tests, runs the harness self-test, the Debian package build and install
-# cycle and the lint, then every suite in a guest of each kernel, and
-# `make check-debug` when its debug kernel is cached.
-# Prints per-kernel totals and, as the very last line,
+# cycle and the lint, then a guest row per release (releases.sh), each
+# booting that release's kernel on its own userland: every suite on the
+# oldest (bookworm's 6.1) and the newest, the core set on those between,
+# and `make check-debug` when its debug kernel is cached.
+# Prints per-row totals and, as the very last line,
 # "N passed, N failed" (after "N skipped" if any).  Exit status 1 on any
 # failure.
 #
 # Environment: SUITES (subset of suites, see run-guest.sh), KERNELS (only
 # these kernels: a word matches a version or its prefix up to a dot or dash,
-# so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt),
+# so KERNELS=6.1 means 6.1.* and KERNELS=6.12 means 6.12.* including -rt
+# and both releases' 6.12),
 # DKMS_TEST (1 runs the harness self-test, the package tests and the lint;
 # default 1, or 0 when SUITES is set),
 # CHECK_DEBUG (auto: the debug kernel run when its kernel is cached; 0, 1),
@@ -29,6 +32,7 @@ t0=$(date +%s)
 host_pass=0 host_fail=0 host_skip=0
 rows=()
 . "$here/gate.sh"
+. "$here/releases.sh"
 
 step() { echo; echo "=== $* ($(($(date +%s) - t0))s)"; }
 
@@ -38,8 +42,8 @@ summary() {
 	echo "=== summary ($(($(date +%s) - t0))s)"
 	printf '  %-28s %d passed, %d failed\n' "host (build, packages, lint)" "$host_pass" "$host_fail"
 	for r in "${rows[@]}"; do
-		read -r k kp kf ks <<<"$r"
-		printf '  %-28s %d passed, %d failed, %d skipped\n' "$k" "$kp" "$kf" "$ks"
+		read -r k kp kf ks kr <<<"$r"
+		printf '  %-28s %d passed, %d failed, %d skipped\n' "${kr:+$kr }$k" "$kp" "$kf" "$ks"
 		p=$((p + kp)) f=$((f + kf)) s=$((s + ks))
 	done
 	# Skips are neither passes nor failures: said, then left out of the
@@ -60,8 +64,8 @@ step "kernel module builds (-Werror)"
 guests=()
 mapfile -t all_kvers < <("$here/kvers.sh" all)
 mapfile -t guest_kvers < <("$here/kvers.sh" guest)
-if [ ${#guest_kvers[@]} -lt 2 ]; then
-	host_result FAIL "found a 6.1 and a 6.12 kernel in /boot (have: ${guest_kvers[*]:-none})"
+if [ ${#guest_kvers[@]} -lt $((1 + ${#root_releases[@]})) ]; then
+	host_result FAIL "found a guest kernel of each release: bookworm's 6.1 in /boot, ${root_releases[*]} in their roots (have: ${guest_kvers[*]:-none})"
 fi
 for k in "${all_kvers[@]}"; do
 	selected "$k" || continue
@@ -105,9 +109,21 @@ if [ "$tests_ok" -eq 0 ]; then
 	summary
 fi
 
+# One row per release, oldest first. The oldest and the newest run every
+# suite; a release between them runs the core set (releases.sh): every
+# suite on every release does not fit the check's time budget. SUITES,
+# when set, is what every row runs.
 for k in "${guests[@]}"; do
-	step "guest $k"
-	rows+=("$(guest_row "$k" "$here/run-guest.sh" "$k")")
+	rel=$(kver_release "$k")
+	suites=${SUITES:-}
+	if [ -z "$suites" ] && [ "$k" != "${guest_kvers[0]}" ] &&
+		[ "$k" != "${guest_kvers[${#guest_kvers[@]} - 1]}" ]; then
+		suites=${core_suites[*]}
+		step "guest $k ($rel, the core set)"
+	else
+		step "guest $k ($rel)"
+	fi
+	rows+=("$(SUITES=$suites guest_row "$k" "$here/run-guest.sh" "$k") $rel")
 done
 
 # The debug kernel run (make check-debug) joins whenever that kernel
@@ -135,7 +151,7 @@ if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ] && { [ "${CHECK_DEBUG
 	[ -z "$last" ] || read -r dp _ df _ ds _ <<<"$last"
 	ds=${ds:-0}
 	[ "$rc" -eq 0 ] || [ "$df" -gt 0 ] || df=1
-	rows+=("6.1-debug $dp $df $ds")
+	rows+=("6.1-debug $dp $df $ds bookworm")
 	rm -f "$out"
 fi
 

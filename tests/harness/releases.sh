@@ -34,6 +34,15 @@ userland_pkgs=(
 # A root also compiles: its kernels' headers bring their compiler.
 root_pkgs=("${userland_pkgs[@]}" gcc make libc6-dev sparse)
 
+# The core set: what make check runs on a release between the oldest and
+# the newest, which run every suite (docs/tests.md). The suites that meet
+# what a release's userland changes: the ioctl ABI and the instance's
+# life as the C suites drive them, util-linux and e2fsprogs (the shell
+# suites), podman and lxc (the container managers), a detached instance.
+# Words as SUITES takes them.
+core_suites=(tests/selftests/'*' tests/shell/'*.sh' tests/containers/'*.sh'
+	tests/tools/detached-example.sh)
+
 # release_root RELEASE: the root directory of RELEASE
 release_root() { echo "$LOOPFS_CACHE/roots/$1"; }
 
