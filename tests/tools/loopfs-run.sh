@@ -535,7 +535,16 @@ test_stalled_resolver_times_out() {
 	true
 }
 
-tap_plan 27
+test_usage_version() {
+	local out ver
+	out=$("$RUN" --help)
+	expect_in "usage: loopfs-run [options] [--] [COMMAND [ARG...]]" "$out" "usage line"
+	expect_in "--version" "$out" "--version listed"
+	ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$here/../../dkms.conf")
+	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
+}
+
+tap_plan 28
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -563,4 +572,5 @@ run_test "an image naming a host device as external journal: the mount fails, th
 run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
+run_test "--help shows COMMAND as optional, --version prints the package version" test_usage_version
 tap_done
