@@ -648,6 +648,9 @@ int main(int argc, char **argv)
 	int sv[2], fds[2], fd;
 
 	parse_options(argc, argv);
+	/* checked first: the first step to fail would name another uid */
+	if (geteuid())
+		die("must run as root (it mounts for the container)");
 	c.supervisor = getpid();
 	if (supervise_init())
 		die("cannot set up the supervisor");

@@ -535,6 +535,14 @@ test_stalled_resolver_times_out() {
 	true
 }
 
+test_not_root_said() {
+	local out rc=0
+	out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$RUN" --uid "$CUID" -- true 2>&1) || rc=$?
+	echo "$out"
+	expect_eq 125 "$rc" "exit status"
+	expect_eq "loopfs-run: must run as root (it mounts for the container)" "$out" "message"
+}
+
 test_usage_version() {
 	local out ver
 	out=$("$RUN" --help)
@@ -544,7 +552,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 28
+tap_plan 29
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -572,5 +580,6 @@ run_test "an image naming a host device as external journal: the mount fails, th
 run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
+run_test "started by a non-root user: a message saying root is needed, exit 125" test_not_root_said
 run_test "--help shows COMMAND as optional, --version prints the package version" test_usage_version
 tap_done
