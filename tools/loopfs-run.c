@@ -591,6 +591,7 @@ static void teardown(struct container *c)
 	if (c->notify_fd >= 0)
 		close(c->notify_fd);
 	close(c->inst_fd);
+	close(c->userns_fd);
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u",
 			 major(devs[i]), minor(devs[i]));
@@ -642,10 +643,11 @@ static int supervise(struct container *c)
 
 int main(int argc, char **argv)
 {
-	struct container c = { .notify_fd = -1, .inst_fd = -1, .pidfd = -1 };
+	struct container c = { .notify_fd = -1, .inst_fd = -1, .pidfd = -1,
+			       .userns_fd = -1 };
 	struct stat st;
 	char path[64], ch;
-	int sv[2], fds[2], fd;
+	int sv[2], fds[2];
 
 	parse_options(argc, argv);
 	/* checked first: the first step to fail would name another uid */
@@ -683,10 +685,10 @@ int main(int argc, char **argv)
 	write_map(c.pid, "uid_map", cfg.uid);
 	write_map(c.pid, "gid_map", cfg.gid);
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", c.pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st))
+	/* kept: the ID mapping of the mounts made for the container */
+	c.userns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c.userns_fd < 0 || fstat(c.userns_fd, &st))
 		die("open %s: %m", path);
-	close(fd);
 	c.userns_dev = st.st_dev;
 	c.userns_ino = st.st_ino;
 	if (write(sv[0], "M", 1) != 1)

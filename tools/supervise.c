@@ -13,7 +13,8 @@
  *    sane flags, a caller with CAP_SYS_ADMIN in its namespace: the mount is
  *    made by a helper (host root for kernel filesystems, container root for
  *    FUSE helpers) from the instance's own node, with nosuid,nodev added and
- *    locked, and the result is the reply;
+ *    locked (and a kernel filesystem's ID-mapped, see idmap_mount()), and
+ *    the result is the reply;
  *  - anything else: EPERM and a line on stderr.
  * A block-device mount is never CONTINUEd.
  *
@@ -42,6 +43,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -118,6 +120,11 @@ static struct seccomp_notif_resp *resp;
 static struct seccomp_notif_sizes sizes;
 static struct helper pending[PENDING_MAX];
 static int npending;
+/*
+ * Types of cfg.allow_fs (same index) that the kernel could not ID-map and
+ * that were said so: shared with the helpers, which find it out.
+ */
+static bool *unmapped_noted;
 
 int supervise_init(void)
 {
@@ -128,6 +135,11 @@ int supervise_init(void)
 		sizes.seccomp_notif = sizeof(*req);
 	if (sizes.seccomp_notif_resp < sizeof(*resp))
 		sizes.seccomp_notif_resp = sizeof(*resp);
+	unmapped_noted = mmap(NULL, MAX_LIST * sizeof(*unmapped_noted),
+			      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			      -1, 0);
+	if (unmapped_noted == MAP_FAILED)
+		return -1;
 	return seccomp_notify_alloc(&req, &resp) ? -1 : 0;
 }
 
@@ -528,15 +540,16 @@ static const char *fuse_helper(const char *type)
 	return NULL;
 }
 
-static bool fs_allowed(const char *type)
+/* The index of type in cfg.allow_fs, or -1. */
+static int fs_allowed(const char *type)
 {
 	int i;
 
 	for (i = 0; i < cfg.nallow; i++) {
 		if (!strcmp(cfg.allow_fs[i], type))
-			return true;
+			return i;
 	}
-	return false;
+	return -1;
 }
 
 /* Says in why, and returns true, if an option in data may not be used. */
@@ -704,6 +717,61 @@ static int locked_clone(int mnt)
 	return fd;
 }
 
+/* Is host uid id one that the container's user namespace maps? */
+static bool host_uid_mapped(uid_t id)
+{
+	unsigned int in, out, n;
+	int i;
+
+	if (id == cfg.uid)
+		return true;
+	for (i = 0; i < cfg.nmaps; i++) {
+		if (sscanf(cfg.maps[i], "%u:%u:%u", &in, &out, &n) == 3 &&
+		    id >= out && id - out < n)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Shows the filesystem of the detached mount mnt through the container's user
+ * namespace (an ID-mapped mount), so that the ids the container wrote are its
+ * own: on-disk 0 is the container's root, on-disk 1000 its uid 1000.  Not
+ * when the root directory belongs to a host uid that the container maps: the
+ * host prepared that image for this container, in host ids, and it is mounted
+ * as it is.  A type that the kernel cannot ID-map (no FS_ALLOW_IDMAP: EINVAL)
+ * is mounted as it is too, and said so once.  Returns 0 or an errno.
+ */
+static int idmap_mount(struct container *c, const struct request *r, int mnt)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_IDMAP,
+		.userns_fd = c->userns_fd,
+	};
+	struct stat st;
+	int i;
+
+	if (fstat(mnt, &st))
+		return errno;
+	if (host_uid_mapped(st.st_uid)) {
+		vlog("%s: root directory of host uid %u, mapped: not ID-mapped",
+		     r->type, st.st_uid);
+		return 0;
+	}
+	if (!mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
+		return 0;
+	if (errno != EINVAL)
+		return errno;
+	i = fs_allowed(r->type);
+	if (i >= 0 && !unmapped_noted[i]) {
+		unmapped_noted[i] = true;
+		logmsg(
+		       "%s cannot be ID-mapped by this kernel: mounted with its on-disk ids as host ids, so files the container makes show as nobody (--fuse %s=HELPER mounts it with the container's ids)",
+		       r->type, r->type);
+	}
+	return 0;
+}
+
 /*
  * Makes the root a private tmpfs holding one node: the checked device, at the
  * path the caller named (or /dev/loopfs/NODE), so that mountinfo shows the
@@ -771,8 +839,8 @@ static int kernel_mount(struct container *c, struct caller *k,
 {
 	struct confinement cf = { .parent = -1, .dir = -1 };
 	int host_root, dev, fs, mnt, clone, err;
+	struct stat st, mapped;
 	char why[192];
-	struct stat st;
 
 	/* held open, the device cannot be removed and its dev_t reused */
 	dev = openat(c->inst_fd, node, O_RDONLY | O_CLOEXEC);
@@ -816,9 +884,21 @@ static int kernel_mount(struct container *c, struct caller *k,
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC, mount_attrs(r->flags));
 	if (mnt < 0)
 		return errno;
+	/* only a mount never attached anywhere can be ID-mapped */
+	err = idmap_mount(c, r, mnt);
+	if (err)
+		return err;
+	if (fstat(mnt, &mapped))
+		return errno;
 	clone = locked_clone(mnt);
 	if (clone < 0)
 		return -clone;
+	/* clone_mnt() carries the ID mapping over: the root shows alike */
+	if (fstat(clone, &st) || st.st_uid != mapped.st_uid ||
+	    st.st_gid != mapped.st_gid) {
+		log_mount(k, r, "denied", "the locked copy of the mount lost its ID mapping");
+		return EPERM;
+	}
 	if (setns(k->mnt_fd, CLONE_NEWNS) ||
 	    move_mount(clone, "", tgt, "",
 		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
@@ -932,7 +1012,7 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 	if (instance_node(c, st->st_rdev, node, sizeof(node)))
 		return deny(k, r, err, "not a device of this container's loopfs instance");
 	helper = r->has_type ? fuse_helper(r->type) : NULL;
-	if (!helper && (!r->has_type || !fs_allowed(r->type)))
+	if (!helper && (!r->has_type || fs_allowed(r->type) < 0))
 		return deny(k, r, err, "filesystem type not allowed");
 	if (r->flags & ~MOUNT_FLAGS_OK) {
 		snprintf(why, sizeof(why), "mount flags 0x%lx not allowed",
