@@ -998,11 +998,72 @@ static enum verdict timed_out(struct caller *k, const struct request *r,
 	return refuse(k, r, err, ETIMEDOUT, why);
 }
 
+/* Is the block device read-only (a loop device bound read-only)? */
+static bool device_read_only(dev_t dev)
+{
+	char path[64], ch = '0';
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/ro", major(dev),
+		 minor(dev));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (read(fd, &ch, 1) != 1)
+		ch = '0';
+	close(fd);
+	return ch == '1';
+}
+
+/*
+ * A read-only loop device that the caller mounts with MS_RDONLY: was that
+ * asked for, or did losetup fall back to a read-only device because the
+ * container may not write the image?  mount -o loop then adds MS_RDONLY on
+ * its own and says nothing.  A helper asks the kernel whether the
+ * container's root may open the backing file for writing: true if not.
+ */
+static bool write_protected(struct container *c, dev_t dev)
+{
+	char path[PATH_MAX + 16];
+	struct helper h;
+	ssize_t n;
+	int fd, st;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/loop/backing_file",
+		 major(dev), minor(dev));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, path, sizeof(path) - 1);
+	close(fd);
+	if (n <= 1 || path[n - 1] != '\n')
+		return false;
+	path[n - 1] = '\0';
+	st = helper_fork(c, &h);
+	if (st < 0)
+		return false;
+	if (st == 0) {
+		/* the host's paths, with the rights of the container's root */
+		if (setgroups(0, NULL) || setns(c->userns_fd, CLONE_NEWUSER) ||
+		    setresgid(0, 0, 0) || setresuid(0, 0, 0))
+			_exit(2);
+		if (!faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
+			_exit(0);
+		_exit(errno == EACCES || errno == EROFS || errno == EPERM ? 1 : 2);
+	}
+	st = helper_wait(c, &h, -1);
+	if (!st)
+		st = helper_status(&h);
+	helper_done(&h);
+	return st == 1;
+}
+
 static enum verdict decide_block(struct container *c, struct caller *k,
 				 struct request *r, const struct stat *st,
 				 int fds[2], const int errs[2], int *err)
 {
-	char node[NAME_MAX + 1], why[128];
+	char node[NAME_MAX + 1], why[128], tgt[256];
+	bool forced_ro = false;
 	const char *helper;
 
 	if (r->flags & MS_BIND)
@@ -1025,6 +1086,15 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 		*err = errs[1];
 		return V_REPLY;
 	}
+	/*
+	 * A read-only device mounts read-only; as mount(8) does when it falls
+	 * back, say so unless the caller asked for it.
+	 */
+	if (device_read_only(st->st_rdev)) {
+		forced_ro = !(r->flags & MS_RDONLY) ||
+			    write_protected(c, st->st_rdev);
+		r->flags |= MS_RDONLY;
+	}
 	/* the caller may have been killed while we looked */
 	if (seccomp_notify_id_valid(c->notify_fd, req->id))
 		return V_DROP;
@@ -1033,6 +1103,10 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 		return V_DROP;
 	if (*err == ETIMEDOUT)
 		return timed_out(k, r, err, "mount");
+	if (!*err && forced_ro) {
+		printable(tgt, sizeof(tgt), r->target);
+		logmsg("%s: WARNING: source write-protected, mounted read-only", tgt);
+	}
 	vlog("%s mount of %s (%s) on %s by pid %d: %s", helper ? helper : "kernel",
 	     node, r->type, r->target, k->pid, *err ? strerror(*err) : "done");
 	return V_REPLY;

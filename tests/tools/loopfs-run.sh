@@ -608,6 +608,26 @@ test_no_idmap_type_said_once() {
 	rm -f "$S/e2.img"
 }
 
+# A root-owned 0644 image: losetup in the container falls back to a
+# read-only device; the mount is read-only and loopfs-run says so, as
+# mount(8) does when it falls back.
+test_write_protected_said() {
+	local out
+	cp "$S/hostimg" "$S/ro.img"
+	chown 0:0 "$S/ro.img"
+	chmod 644 "$S/ro.img"
+	out=$(run -- sh -c "mount -o loop $S/ro.img /mnt && cat /mnt/hello &&
+		grep ' /mnt ' /proc/self/mountinfo && umount /mnt &&
+		mount -o loop $S/img /mnt && echo writable" 2>"$S/err") || true
+	cat "$S/err"
+	echo "$out"
+	expect_in "hello from loopfs" "$out" "file"
+	grep -q " /mnt ro,.* - ext4 " <<<"$out" || fail "not mounted read-only"
+	expect_eq 1 "$(grep -c "/mnt: WARNING: source write-protected, mounted read-only" "$S/err")" \
+		"warnings on stderr"
+	rm -f "$S/ro.img"
+}
+
 test_not_root_said() {
 	local out rc=0
 	out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$RUN" --uid "$CUID" -- true 2>&1) || rc=$?
@@ -625,7 +645,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 32
+tap_plan 33
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -656,6 +676,7 @@ run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) 
 run_test "ext4 made in the container: mount -o loop, written as its root and a mapped user, remounted, fsck clean, its ids on disk" test_own_ext4_round_trip
 run_test "an image the host prepared for the container (root_owner=host uid) is mounted as before, not ID-mapped" test_host_prepared_image
 run_test "a type that cannot be ID-mapped (ext2) is mounted as before, with one note on stderr" test_no_idmap_type_said_once
+run_test "a write-protected image is mounted read-only with a warning on stderr" test_write_protected_said
 run_test "started by a non-root user: a message saying root is needed, exit 125" test_not_root_said
 run_test "--help shows COMMAND as optional, --version prints the package version" test_usage_version
 tap_done
