@@ -87,6 +87,7 @@ static const char *const errors_in_superblock[] = {
 struct caller {
 	pid_t pid;
 	int mnt_fd, user_fd, pid_fd, root_fd, cwd_fd;
+	int cwd_err;		/* errno of entering cwd_fd, for relative paths */
 	bool cap_sys_admin;
 };
 
@@ -371,9 +372,15 @@ static int enter_caller(struct caller *k, int user_fd, bool chroot_caller)
 		return -errno;
 	if (setresuid(0, 0, 0) && errno != EINVAL)
 		return -errno;
-	if (chroot_caller &&
-	    (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd)))
+	if (chroot_caller && (fchdir(k->root_fd) || chroot(".")))
 		return -errno;
+	/*
+	 * A working directory that the container's root may not search (the
+	 * one loopfs-run was started in, such as /root) stops relative paths
+	 * only, as it does in the caller's own lookups.
+	 */
+	if (chroot_caller && fchdir(k->cwd_fd))
+		k->cwd_err = errno;
 	return 0;
 }
 
@@ -438,7 +445,9 @@ static int resolver(struct container *c, struct caller *k, struct request *r,
 	if (enter_caller(k, k->user_fd, true))
 		return 1;
 	for (i = 0; i < 2; i++) {
-		int fd = open_path(i ? r->target : r->source, &res.st[i]);
+		const char *path = i ? r->target : r->source;
+		int fd = path[0] != '/' && k->cwd_err ? -k->cwd_err :
+			 open_path(path, &res.st[i]);
 
 		res.err[i] = fd < 0 ? -fd : 0;
 		if (fd >= 0)
@@ -927,7 +936,9 @@ static int fuse_mount(struct container *c, struct caller *k,
 		st = wait_child(pid, cfg.helper_timeout_ms);
 		return st == 0 ? 0 : EIO;
 	}
-	if (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd))
+	/* an absolute target needs no working directory (see enter_caller()) */
+	if (fchdir(k->root_fd) || chroot(".") ||
+	    (fchdir(k->cwd_fd) && r->target[0] != '/'))
 		_exit(1);
 	/* reopen the very node that was checked, with the container's rights */
 	snprintf(fdpath, sizeof(fdpath), "self/fd/%d", src);

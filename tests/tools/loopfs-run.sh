@@ -628,6 +628,19 @@ test_write_protected_said() {
 	rm -f "$S/ro.img"
 }
 
+# loopfs-run started in a directory that the container's root may not
+# search (as /root): mounts naming absolute paths work, kernel and FUSE.
+test_unsearchable_cwd() {
+	local out
+	fuse_ready
+	mkdir -m 700 "$S/private"
+	out=$(cd "$S/private" && run --fuse ext2=fuse2fs -- sh -c "
+		mount -o loop $S/img /mnt && cat /mnt/hello && umount /mnt &&
+		mount -t ext2 -o loop $S/img /mnt && cat /mnt/hello" 2>&1) || true
+	echo "$out"
+	expect_eq 2 "$(grep -c "hello from loopfs" <<<"$out")" "files read through both mounts"
+}
+
 test_not_root_said() {
 	local out rc=0
 	out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$RUN" --uid "$CUID" -- true 2>&1) || rc=$?
@@ -645,7 +658,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 33
+tap_plan 34
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -677,6 +690,7 @@ run_test "ext4 made in the container: mount -o loop, written as its root and a m
 run_test "an image the host prepared for the container (root_owner=host uid) is mounted as before, not ID-mapped" test_host_prepared_image
 run_test "a type that cannot be ID-mapped (ext2) is mounted as before, with one note on stderr" test_no_idmap_type_said_once
 run_test "a write-protected image is mounted read-only with a warning on stderr" test_write_protected_said
+run_test "started in a directory the container cannot search: mounts of absolute paths work" test_unsearchable_cwd
 run_test "started by a non-root user: a message saying root is needed, exit 125" test_not_root_said
 run_test "--help shows COMMAND as optional, --version prints the package version" test_usage_version
 tap_done
