@@ -9,8 +9,8 @@
 #      flavour here), each with that kernel's vermagic; the tools, man pages
 #      and udev rule are in place.
 #   3. A guest of each supported kernel loads the installed module through
-#      `mount -t loop` alone and runs the article's recipe
-#      (installed-guest.sh).
+#      `mount -t loop` alone and runs the article's recipe and loopfs-run's
+#      quick start (installed-guest.sh).
 #   4. apt-get install the later version over it: rebuilt for every kernel,
 #      nothing of the first version left.
 #   5. A kernel whose headers arrive after the package: its build is
@@ -44,7 +44,7 @@ for b in /lib/modules/*/build; do
 done
 
 nk=${#kernels[@]} ng=${#guest_kvers[@]}
-planned=$((2 + 1 + nk + 4 + 6 * ng + 2 + nk + 2 + 1 + 4))
+planned=$((2 + 1 + nk + 4 + 7 * ng + 2 + nk + 2 + 1 + 4))
 tap_plan "$planned"
 
 work=$(mktemp -d)
@@ -204,8 +204,8 @@ for k in "${guest_kvers[@]}"; do
 		*) tap FAIL "$k guest: ${line#*- }" "$out" ;;
 		esac
 	done < <(grep -E '^(not )?ok ' "$out" 2>/dev/null)
-	for ((; n < 5; n++)); do
-		tap FAIL "$k guest: a result for each of its 5 tests" "$log"
+	for ((; n < 6; n++)); do
+		tap FAIL "$k guest: a result for each of its 6 tests" "$log"
 	done
 	if [ "$rc" -eq 0 ]; then
 		tap OK "$k guest: exit status 0 and a clean kernel log"
