@@ -3,6 +3,7 @@
 # of one kernel; writes raw measurements to OUTDIR:
 #   data.csv  backing,workload,target,round,value,unit   (fio, one line per run)
 #   ctl.csv   target,state,devices,instances,round,per_s,median_us,p25_us,p75_us
+#   ct.csv    data.csv's columns for the unprivileged container case below
 #   meta.txt  key=value facts about the run (kernel, sizes, dio state, ...)
 #
 #   bench/guest-bench.sh [--smoke] OUTDIR
@@ -107,6 +108,13 @@ fio_round() {
 	local r=$1 jobs=$2 res=$work/fio-round.out
 	fio --output-format=terse --terse-version=3 "$jobs" > "$res" 2> "$res.err" ||
 		log "fio reported errors in round $r: $(head -c 300 "$res.err")"
+	fio_lines "$r" "$jobs" "$res" >> "$out/data.csv"
+}
+
+# fio_lines ROUND JOBFILE RESULT: the CSV lines of fio_round for the terse
+# RESULT of JOBFILE's jobs.
+fio_lines() {
+	local r=$1 jobs=$2 res=$3
 	grep -o '^\[[^]]*@[^]]*\]' "$jobs" | tr -d '[]' | while IFS=@ read -r b w t; do
 		# terse v3: 3 job name, 5 error, 7/8 read KiB/s / IOPS, 48/49 write
 		awk -F';' -v job="$b@$w@$t" -v r="$r" -v b="$b" -v w="$w" -v t="$t" '
@@ -116,7 +124,7 @@ fio_round() {
 				else if (w ~ /-4k-/) printf "%s,%s,%s,%s,%d,IOPS\n", b, w, t, r, iops
 				else printf "%s,%s,%s,%s,%.1f,MiB/s\n", b, w, t, r, bw / 1024 }
 			END { if (!found) printf "%s,%s,%s,%s,NA,NA\n", b, w, t, r }' "$res"
-	done >> "$out/data.csv"
+	done
 }
 
 # -4x8: four jobs of depth 8 each on the same device.
@@ -207,6 +215,79 @@ for ((r = 1; r <= rounds; r++)); do
 	log "round $r/$rounds done ($(($(date +%s) - t0)) s)"
 done
 meta data_path_s $(($(date +%s) - t0))
+
+# ------------------------------------------------- unprivileged container
+# What an unprivileged user chooses between for an ext4 image: the container
+# (root = host uid $LOOPFS_UNPRIV_UID) makes the image itself and mounts it
+# with mount -o loop through loopfs-run, which has the kernel's ext4 mount it
+# from a loopfs device (ID-mapped), or with --fuse ext4=fuse2fs, which runs
+# fuse2fs in the container on the same device. fio runs in the container on
+# a file in the mounted image; the two targets run back to back in every
+# round (order rotating). Rows go to ct.csv, in data.csv's columns.
+ct_case() {
+	local run_bin=$build/tools/loopfs-run cuid=${LOOPFS_UNPRIV_UID:-1000}
+	local ct=$work/ext4/ct ct_mb=$((file_mb / 2)) r k t w direct fuse
+	local ct_work=(randread-4k-qd32 randwrite-4k-qd32 read-1m write-1m)
+	echo "backing,workload,target,round,value,unit" > "$out/ct.csv"
+	if [ -z "$have_loopfs" ] || [ ! -x "$run_bin" ] || ! command -v fuse2fs > /dev/null; then
+		log "container case skipped: needs loopfs, $run_bin and fuse2fs"
+		meta ct skipped
+		return 0
+	fi
+	modprobe fuse
+	chmod 666 /dev/fuse
+	mkdir -p "$ct"
+	chown "$cuid:$cuid" "$ct"
+	at_exit rm -rf "$ct"
+	# in the container: make the image, a file on it, and find out whether
+	# each target takes O_DIRECT on that file
+	"$run_bin" --uid "$cuid" --fuse ext4fuse=fuse2fs -- sh -c "
+		set -e
+		truncate -s $((ct_mb + 64))M $ct/img
+		mkfs.ext4 -q -F -E lazy_itable_init=0,lazy_journal_init=0 $ct/img
+		mkdir -p $ct/m
+		mount -o loop $ct/img $ct/m
+		dd if=/dev/zero of=$ct/m/file bs=1M count=$ct_mb oflag=direct status=none
+		umount $ct/m
+		for t in ext4 ext4fuse; do
+			mount -t \$t -o loop $ct/img $ct/m
+			if dd if=$ct/m/file of=/dev/null bs=4k count=1 iflag=direct status=none 2>/dev/null
+			then echo \$t=1; else echo \$t=0; fi
+			umount $ct/m
+		done" > "$ct/direct" 2> "$ct/setup.err" || {
+		log "container case: setup failed: $(head -c 300 "$ct/setup.err")"
+		meta ct failed
+		return 0
+	}
+	meta ct_file_mb "$ct_mb"
+	meta ct_direct_kernel "$(sed -n 's/^ext4=//p' "$ct/direct")"
+	meta ct_direct_fuse "$(sed -n 's/^ext4fuse=//p' "$ct/direct")"
+	for ((r = 1; r <= rounds; r++)); do
+		for ((k = 0; k < 2; k++)); do
+			t=kernel
+			[ $(((k + r) % 2)) -eq 0 ] || t=fuse
+			direct=$(sed -n "s/^ct_direct_$t=//p" "$out/meta.txt")
+			fuse=()
+			[ "$t" = fuse ] && fuse=(--fuse ext4=fuse2fs)
+			{
+				printf '[global]\nioengine=libaio\nsize=%sM\ntime_based\nruntime=%s\n' "$ct_mb" "$runtime"
+				printf 'ramp_time=%s\nnorandommap\nrandrepeat=0\ninvalidate=0\n\n' "$ramp"
+				for w in "${ct_work[@]}"; do
+					fio_job ext4-image "$w" "$t" "$ct/m/file" "${direct:-0}"
+				done
+			} > "$ct/round.fio"
+			"$run_bin" --uid "$cuid" "${fuse[@]}" -- sh -c "mount -o loop $ct/img $ct/m &&
+				fio --output-format=terse --terse-version=3 $ct/round.fio; umount $ct/m" \
+				> "$ct/round.out" 2> "$ct/round.err" ||
+				log "container case, $t, round $r: $(head -c 300 "$ct/round.err")"
+			fio_lines "$r" "$ct/round.fio" "$ct/round.out" >> "$out/ct.csv"
+		done
+		log "container round $r/$rounds done"
+	done
+}
+t0=$(date +%s)
+ct_case
+meta container_s $(($(date +%s) - t0))
 
 # --------------------------------------------------------- control path
 # create + configure + clear + remove cycles, first with (almost) nothing

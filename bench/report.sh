@@ -24,13 +24,14 @@ declare -A meta
 while IFS='=' read -r k v; do meta[$k]=$v; done < "$run/meta.txt"
 metav() { echo "${meta[$1]:-}"; }
 
-# Per case: the median over the rounds of each target, and the noise of the
-# loopfs/stock ratio: half the range of the per-round ratios (each round runs
-# the targets back to back, so slow drift of the host cancels out) relative
-# to their median.
-# Output: backing workload unit stock loopfs raw noise_pct   ("-" if absent)
+# summary CSV [A B C]: per case of CSV (data.csv's columns), the median over
+# the rounds of each target A, B and C (default stock, loopfs, raw), and the
+# noise of the B/A ratio: half the range of the per-round ratios (each round
+# runs the targets back to back, so slow drift of the host cancels out)
+# relative to their median.
+# Output: backing workload unit A B C noise_pct   ("-" if absent)
 summary() {
-	awk -F, '
+	awk -F, -v ta="${2:-stock}" -v tb="${3:-loopfs}" -v tc="${4:-raw}" '
 	function median(a, n,   i, j, tmp) {
 		if (!n) return "-"
 		for (i = 2; i <= n; i++)
@@ -45,8 +46,8 @@ summary() {
 	function ratio_noise(k,   a, n, r, m) {
 		n = 0
 		for (r = 1; r <= maxr; r++)
-			if ((k, "loopfs", r) in v && (k, "stock", r) in v && v[k, "stock", r] > 0)
-				a[++n] = v[k, "loopfs", r] / v[k, "stock", r]
+			if ((k, tb, r) in v && (k, ta, r) in v && v[k, ta, r] > 0)
+				a[++n] = v[k, tb, r] / v[k, ta, r]
 		if (n < 2) return "-"
 		m = median(a, n)	# sorts a
 		return m > 0 ? sprintf("%.0f", (a[n] - a[1]) / 2 / m * 100) : "-"
@@ -60,10 +61,10 @@ summary() {
 		for (o = 1; o <= nk; o++) {
 			k = byord[o]; split(k, p, SUBSEP)
 			printf "%s %s %s %s %s %s %s\n", p[1], p[2], unit[k],
-				target_median(k, "stock"), target_median(k, "loopfs"),
-				target_median(k, "raw"), ratio_noise(k)
+				target_median(k, ta), target_median(k, tb),
+				target_median(k, tc), ratio_noise(k)
 		}
-	}' "$run/data.csv"
+	}' "$1"
 }
 
 # rows: summary() lines -> Markdown table rows on stdout and the chart's
@@ -118,7 +119,7 @@ rows() {
 	echo "| backing | workload | stock | loopfs | raw file | loopfs/stock | loopfs/raw | stock/raw | noise ±% | goal | status |"
 	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|"
 	: > "$dat"
-	summary | rows
+	summary "$run/data.csv" | rows
 	echo
 	echo "Control path: create + configure + clear + remove cycles, $(metav ctl_cycles) per round;" \
 		"medians over the rounds of each round's median cycle time. \"few\" is measured before" \
@@ -147,10 +148,30 @@ rows() {
 				dev[k], p[1] == "stock" ? "-" : inst[k], med(ps, k), m / 1000, med(iq, k) / 1000, rel
 		}
 	}' "$run/ctl.csv"
+	if [ "$(wc -l < "$run/ct.csv" 2>/dev/null || echo 0)" -gt 1 ]; then
+		echo
+		echo "Unprivileged container (root = an unprivileged host uid): an ext4 image that the" \
+			"container made itself, mounted with mount -o loop through loopfs-run, fio in the" \
+			"container on a $(metav ct_file_mb) MiB file in it; the image lies on the ext4 disk." \
+			"kernel: the kernel's ext4 on a loopfs device (ID-mapped mount made by the supervisor);" \
+			"fuse2fs: loopfs-run --fuse ext4=fuse2fs, fuse2fs run by the container on the same" \
+			"device. Both back to back in every round. O_DIRECT (1) or buffered (0, the" \
+			"filesystem refused O_DIRECT): kernel $(metav ct_direct_kernel), fuse2fs" \
+			"$(metav ct_direct_fuse). noise: as above, for the kernel/fuse2fs ratio."
+		echo
+		echo "| workload | kernel ext4 | fuse2fs | kernel/fuse2fs | noise ±% |"
+		echo "|---|---:|---:|---:|---:|"
+		summary "$run/ct.csv" fuse kernel - | awk '
+		function fmt(x) { return x == "-" ? "-" : (x >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)) }
+		{
+			r = ($4 == "-" || $5 == "-" || $4 + 0 == 0) ? "-" : sprintf("%.1f", $5 / $4)
+			printf "| %s (%s) | %s | %s | %s | %s |\n", $2, $3, fmt($5), fmt($4), r, $7 }'
+	fi
 	echo
 	echo "devices = block devices of that driver existing while measuring (stock: /sys/block/loopN," \
 		"loopfs: /sys/block/loopfs*), instances = loopfs mounts. Populating took $(metav populate_s) s;" \
-		"data path $(metav data_path_s) s, control path $(metav control_path_s) s."
+		"data path $(metav data_path_s) s, container case $(metav container_s) s, control path" \
+		"$(metav control_path_s) s."
 } > "$md"
 
 if command -v gnuplot > /dev/null && [ -s "$dat" ]; then

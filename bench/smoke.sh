@@ -25,7 +25,7 @@ ok() { # ok CONDITION-STATUS NAME [DIAG]
 }
 
 echo "TAP version 13"
-echo "1..7"
+echo "1..8"
 
 # The helper is built by `make bench-build`; compile it here if the build
 # tree lacks it (the guest has the host's compiler).
@@ -52,6 +52,14 @@ ok $? "fio measured all 14 cases on the stock loop device and the raw file" \
 	"$(cat "$data" 2>/dev/null)"
 [ "$(cases loopfs)" -eq 14 ]
 ok $? "fio measured all 14 cases on the loopfs device" "$(grep -E '^loopfs=' "$meta" 2>/dev/null)"
+
+# the unprivileged container case: kernel ext4 and fuse2fs, 4 workloads each
+ct_cases() {
+	awk -F, -v t="$1" 'NR > 1 && $3 == t && $5 ~ /^[0-9.]+$/ && $5 > 0' "$scratch/run/ct.csv" 2>/dev/null | wc -l
+}
+[ "$(ct_cases kernel)" -eq 4 ] && [ "$(ct_cases fuse)" -eq 4 ]
+ok $? "fio measured the 4 container cases on kernel ext4 and fuse2fs through loopfs-run" \
+	"$(cat "$scratch/run/ct.csv" "$meta" 2>/dev/null)"
 
 grep -qx dio_stock_ext4=1 "$meta" && grep -qx dio_loopfs_ext4=1 "$meta"
 ok $? "losetup --direct-io=on puts stock and loopfs devices over ext4 in dio mode" \

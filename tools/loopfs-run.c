@@ -60,9 +60,10 @@ static const char *const dev_nodes[] = {
 static void usage(FILE *f)
 {
 	fprintf(f,
-"usage: loopfs-run [options] [--] COMMAND [ARG...]\n"
-"Runs COMMAND as root of a new user namespace with a private loopfs\n"
-"instance at /dev/loopfs and supervises its mount(2) calls.  Run as root.\n"
+"usage: loopfs-run [options] [--] [COMMAND [ARG...]]\n"
+"Runs COMMAND (default /bin/sh) as root of a new user namespace with a\n"
+"private loopfs instance at /dev/loopfs and supervises its mount(2) calls.\n"
+"Run as root.\n"
 "  --uid UID          host uid of the container's root (default: $SUDO_UID or 1000)\n"
 "  --gid GID          host gid of the container's root (default: $SUDO_GID or UID)\n"
 "  --map IN:OUT:N     also map ids IN..IN+N-1 to host OUT.. (uids and gids; repeatable)\n"
@@ -73,7 +74,9 @@ static void usage(FILE *f)
 "                     squashfs,erofs,udf)\n"
 "  --fuse TYPE=HELPER mount TYPE through the FUSE program HELPER run inside the\n"
 "                     container, e.g. ext4=fuse2fs (repeatable)\n"
-"  -v, --verbose      log every decision on stderr\n");
+"  -v, --verbose      log every decision on stderr\n"
+"  -h, --help         print this and exit\n"
+"      --version      print the version and exit\n");
 }
 
 static unsigned long parse_num(const char *s, const char *what)
@@ -107,6 +110,7 @@ static void parse_options(int argc, char **argv)
 		{ "fuse", required_argument, NULL, 'f' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		/* for tests, see loopfs-run(1); not in the usage */
 		{ "helper-timeout", required_argument, NULL, 't' },
 		{}
@@ -173,6 +177,9 @@ static void parse_options(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			exit(0);
+		case 'V':
+			printf("loopfs-run %s\n", LOOPFS_VERSION);
 			exit(0);
 		default:
 			usage(stderr);
@@ -584,6 +591,7 @@ static void teardown(struct container *c)
 	if (c->notify_fd >= 0)
 		close(c->notify_fd);
 	close(c->inst_fd);
+	close(c->userns_fd);
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u",
 			 major(devs[i]), minor(devs[i]));
@@ -635,12 +643,16 @@ static int supervise(struct container *c)
 
 int main(int argc, char **argv)
 {
-	struct container c = { .notify_fd = -1, .inst_fd = -1, .pidfd = -1 };
+	struct container c = { .notify_fd = -1, .inst_fd = -1, .pidfd = -1,
+			       .userns_fd = -1 };
 	struct stat st;
 	char path[64], ch;
-	int sv[2], fds[2], fd;
+	int sv[2], fds[2];
 
 	parse_options(argc, argv);
+	/* checked first: the first step to fail would name another uid */
+	if (geteuid())
+		die("must run as root (it mounts for the container)");
 	c.supervisor = getpid();
 	if (supervise_init())
 		die("cannot set up the supervisor");
@@ -673,10 +685,10 @@ int main(int argc, char **argv)
 	write_map(c.pid, "uid_map", cfg.uid);
 	write_map(c.pid, "gid_map", cfg.gid);
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", c.pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fstat(fd, &st))
+	/* kept: the ID mapping of the mounts made for the container */
+	c.userns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (c.userns_fd < 0 || fstat(c.userns_fd, &st))
 		die("open %s: %m", path);
-	close(fd);
 	c.userns_dev = st.st_dev;
 	c.userns_ino = st.st_ino;
 	if (write(sv[0], "M", 1) != 1)

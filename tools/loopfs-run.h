@@ -45,7 +45,8 @@ struct container {
 	int notify_fd;			/* seccomp listener, supervisor only */
 	int inst_fd;			/* O_PATH, root of the loopfs instance */
 	int proc_fd;			/* O_PATH, the host's /proc */
-	dev_t userns_dev;		/* the container's user namespace */
+	int userns_fd;			/* the container's user namespace */
+	dev_t userns_dev;		/* and its identity */
 	ino_t userns_ino;
 };
 

@@ -13,7 +13,8 @@
  *    sane flags, a caller with CAP_SYS_ADMIN in its namespace: the mount is
  *    made by a helper (host root for kernel filesystems, container root for
  *    FUSE helpers) from the instance's own node, with nosuid,nodev added and
- *    locked, and the result is the reply;
+ *    locked (and a kernel filesystem's ID-mapped, see idmap_mount()), and
+ *    the result is the reply;
  *  - anything else: EPERM and a line on stderr.
  * A block-device mount is never CONTINUEd.
  *
@@ -42,6 +43,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -85,6 +87,7 @@ static const char *const errors_in_superblock[] = {
 struct caller {
 	pid_t pid;
 	int mnt_fd, user_fd, pid_fd, root_fd, cwd_fd;
+	int cwd_err;		/* errno of entering cwd_fd, for relative paths */
 	bool cap_sys_admin;
 };
 
@@ -118,6 +121,11 @@ static struct seccomp_notif_resp *resp;
 static struct seccomp_notif_sizes sizes;
 static struct helper pending[PENDING_MAX];
 static int npending;
+/*
+ * Types of cfg.allow_fs (same index) that the kernel could not ID-map and
+ * that were said so: shared with the helpers, which find it out.
+ */
+static bool *unmapped_noted;
 
 int supervise_init(void)
 {
@@ -128,6 +136,11 @@ int supervise_init(void)
 		sizes.seccomp_notif = sizeof(*req);
 	if (sizes.seccomp_notif_resp < sizeof(*resp))
 		sizes.seccomp_notif_resp = sizeof(*resp);
+	unmapped_noted = mmap(NULL, MAX_LIST * sizeof(*unmapped_noted),
+			      PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+			      -1, 0);
+	if (unmapped_noted == MAP_FAILED)
+		return -1;
 	return seccomp_notify_alloc(&req, &resp) ? -1 : 0;
 }
 
@@ -359,9 +372,15 @@ static int enter_caller(struct caller *k, int user_fd, bool chroot_caller)
 		return -errno;
 	if (setresuid(0, 0, 0) && errno != EINVAL)
 		return -errno;
-	if (chroot_caller &&
-	    (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd)))
+	if (chroot_caller && (fchdir(k->root_fd) || chroot(".")))
 		return -errno;
+	/*
+	 * A working directory that the container's root may not search (the
+	 * one loopfs-run was started in, such as /root) stops relative paths
+	 * only, as it does in the caller's own lookups.
+	 */
+	if (chroot_caller && fchdir(k->cwd_fd))
+		k->cwd_err = errno;
 	return 0;
 }
 
@@ -426,7 +445,9 @@ static int resolver(struct container *c, struct caller *k, struct request *r,
 	if (enter_caller(k, k->user_fd, true))
 		return 1;
 	for (i = 0; i < 2; i++) {
-		int fd = open_path(i ? r->target : r->source, &res.st[i]);
+		const char *path = i ? r->target : r->source;
+		int fd = path[0] != '/' && k->cwd_err ? -k->cwd_err :
+			 open_path(path, &res.st[i]);
 
 		res.err[i] = fd < 0 ? -fd : 0;
 		if (fd >= 0)
@@ -528,15 +549,16 @@ static const char *fuse_helper(const char *type)
 	return NULL;
 }
 
-static bool fs_allowed(const char *type)
+/* The index of type in cfg.allow_fs, or -1. */
+static int fs_allowed(const char *type)
 {
 	int i;
 
 	for (i = 0; i < cfg.nallow; i++) {
 		if (!strcmp(cfg.allow_fs[i], type))
-			return true;
+			return i;
 	}
-	return false;
+	return -1;
 }
 
 /* Says in why, and returns true, if an option in data may not be used. */
@@ -704,6 +726,61 @@ static int locked_clone(int mnt)
 	return fd;
 }
 
+/* Is host uid id one that the container's user namespace maps? */
+static bool host_uid_mapped(uid_t id)
+{
+	unsigned int in, out, n;
+	int i;
+
+	if (id == cfg.uid)
+		return true;
+	for (i = 0; i < cfg.nmaps; i++) {
+		if (sscanf(cfg.maps[i], "%u:%u:%u", &in, &out, &n) == 3 &&
+		    id >= out && id - out < n)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Shows the filesystem of the detached mount mnt through the container's user
+ * namespace (an ID-mapped mount), so that the ids the container wrote are its
+ * own: on-disk 0 is the container's root, on-disk 1000 its uid 1000.  Not
+ * when the root directory belongs to a host uid that the container maps: the
+ * host prepared that image for this container, in host ids, and it is mounted
+ * as it is.  A type that the kernel cannot ID-map (no FS_ALLOW_IDMAP: EINVAL)
+ * is mounted as it is too, and said so once.  Returns 0 or an errno.
+ */
+static int idmap_mount(struct container *c, const struct request *r, int mnt)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_IDMAP,
+		.userns_fd = c->userns_fd,
+	};
+	struct stat st;
+	int i;
+
+	if (fstat(mnt, &st))
+		return errno;
+	if (host_uid_mapped(st.st_uid)) {
+		vlog("%s: root directory of host uid %u, mapped: not ID-mapped",
+		     r->type, st.st_uid);
+		return 0;
+	}
+	if (!mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
+		return 0;
+	if (errno != EINVAL)
+		return errno;
+	i = fs_allowed(r->type);
+	if (i >= 0 && !unmapped_noted[i]) {
+		unmapped_noted[i] = true;
+		logmsg(
+		       "%s cannot be ID-mapped by this kernel: mounted with its on-disk ids as host ids, so files the container makes show as nobody (--fuse %s=HELPER mounts it with the container's ids)",
+		       r->type, r->type);
+	}
+	return 0;
+}
+
 /*
  * Makes the root a private tmpfs holding one node: the checked device, at the
  * path the caller named (or /dev/loopfs/NODE), so that mountinfo shows the
@@ -771,8 +848,8 @@ static int kernel_mount(struct container *c, struct caller *k,
 {
 	struct confinement cf = { .parent = -1, .dir = -1 };
 	int host_root, dev, fs, mnt, clone, err;
+	struct stat st, mapped;
 	char why[192];
-	struct stat st;
 
 	/* held open, the device cannot be removed and its dev_t reused */
 	dev = openat(c->inst_fd, node, O_RDONLY | O_CLOEXEC);
@@ -816,9 +893,21 @@ static int kernel_mount(struct container *c, struct caller *k,
 	mnt = fsmount(fs, FSMOUNT_CLOEXEC, mount_attrs(r->flags));
 	if (mnt < 0)
 		return errno;
+	/* only a mount never attached anywhere can be ID-mapped */
+	err = idmap_mount(c, r, mnt);
+	if (err)
+		return err;
+	if (fstat(mnt, &mapped))
+		return errno;
 	clone = locked_clone(mnt);
 	if (clone < 0)
 		return -clone;
+	/* clone_mnt() carries the ID mapping over: the root shows alike */
+	if (fstat(clone, &st) || st.st_uid != mapped.st_uid ||
+	    st.st_gid != mapped.st_gid) {
+		log_mount(k, r, "denied", "the locked copy of the mount lost its ID mapping");
+		return EPERM;
+	}
 	if (setns(k->mnt_fd, CLONE_NEWNS) ||
 	    move_mount(clone, "", tgt, "",
 		       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH))
@@ -847,7 +936,9 @@ static int fuse_mount(struct container *c, struct caller *k,
 		st = wait_child(pid, cfg.helper_timeout_ms);
 		return st == 0 ? 0 : EIO;
 	}
-	if (fchdir(k->root_fd) || chroot(".") || fchdir(k->cwd_fd))
+	/* an absolute target needs no working directory (see enter_caller()) */
+	if (fchdir(k->root_fd) || chroot(".") ||
+	    (fchdir(k->cwd_fd) && r->target[0] != '/'))
 		_exit(1);
 	/* reopen the very node that was checked, with the container's rights */
 	snprintf(fdpath, sizeof(fdpath), "self/fd/%d", src);
@@ -918,11 +1009,72 @@ static enum verdict timed_out(struct caller *k, const struct request *r,
 	return refuse(k, r, err, ETIMEDOUT, why);
 }
 
+/* Is the block device read-only (a loop device bound read-only)? */
+static bool device_read_only(dev_t dev)
+{
+	char path[64], ch = '0';
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/ro", major(dev),
+		 minor(dev));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	if (read(fd, &ch, 1) != 1)
+		ch = '0';
+	close(fd);
+	return ch == '1';
+}
+
+/*
+ * A read-only loop device that the caller mounts with MS_RDONLY: was that
+ * asked for, or did losetup fall back to a read-only device because the
+ * container may not write the image?  mount -o loop then adds MS_RDONLY on
+ * its own and says nothing.  A helper asks the kernel whether the
+ * container's root may open the backing file for writing: true if not.
+ */
+static bool write_protected(struct container *c, dev_t dev)
+{
+	char path[PATH_MAX + 16];
+	struct helper h;
+	ssize_t n;
+	int fd, st;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/loop/backing_file",
+		 major(dev), minor(dev));
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, path, sizeof(path) - 1);
+	close(fd);
+	if (n <= 1 || path[n - 1] != '\n')
+		return false;
+	path[n - 1] = '\0';
+	st = helper_fork(c, &h);
+	if (st < 0)
+		return false;
+	if (st == 0) {
+		/* the host's paths, with the rights of the container's root */
+		if (setgroups(0, NULL) || setns(c->userns_fd, CLONE_NEWUSER) ||
+		    setresgid(0, 0, 0) || setresuid(0, 0, 0))
+			_exit(2);
+		if (!faccessat(AT_FDCWD, path, W_OK, AT_EACCESS))
+			_exit(0);
+		_exit(errno == EACCES || errno == EROFS || errno == EPERM ? 1 : 2);
+	}
+	st = helper_wait(c, &h, -1);
+	if (!st)
+		st = helper_status(&h);
+	helper_done(&h);
+	return st == 1;
+}
+
 static enum verdict decide_block(struct container *c, struct caller *k,
 				 struct request *r, const struct stat *st,
 				 int fds[2], const int errs[2], int *err)
 {
-	char node[NAME_MAX + 1], why[128];
+	char node[NAME_MAX + 1], why[128], tgt[256];
+	bool forced_ro = false;
 	const char *helper;
 
 	if (r->flags & MS_BIND)
@@ -932,7 +1084,7 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 	if (instance_node(c, st->st_rdev, node, sizeof(node)))
 		return deny(k, r, err, "not a device of this container's loopfs instance");
 	helper = r->has_type ? fuse_helper(r->type) : NULL;
-	if (!helper && (!r->has_type || !fs_allowed(r->type)))
+	if (!helper && (!r->has_type || fs_allowed(r->type) < 0))
 		return deny(k, r, err, "filesystem type not allowed");
 	if (r->flags & ~MOUNT_FLAGS_OK) {
 		snprintf(why, sizeof(why), "mount flags 0x%lx not allowed",
@@ -945,6 +1097,15 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 		*err = errs[1];
 		return V_REPLY;
 	}
+	/*
+	 * A read-only device mounts read-only; as mount(8) does when it falls
+	 * back, say so unless the caller asked for it.
+	 */
+	if (device_read_only(st->st_rdev)) {
+		forced_ro = !(r->flags & MS_RDONLY) ||
+			    write_protected(c, st->st_rdev);
+		r->flags |= MS_RDONLY;
+	}
 	/* the caller may have been killed while we looked */
 	if (seccomp_notify_id_valid(c->notify_fd, req->id))
 		return V_DROP;
@@ -953,6 +1114,10 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 		return V_DROP;
 	if (*err == ETIMEDOUT)
 		return timed_out(k, r, err, "mount");
+	if (!*err && forced_ro) {
+		printable(tgt, sizeof(tgt), r->target);
+		logmsg("%s: WARNING: source write-protected, mounted read-only", tgt);
+	}
 	vlog("%s mount of %s (%s) on %s by pid %d: %s", helper ? helper : "kernel",
 	     node, r->type, r->target, k->pid, *err ? strerror(*err) : "done");
 	return V_REPLY;

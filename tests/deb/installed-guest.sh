@@ -2,7 +2,8 @@
 # Guest side of deb-install-test.sh (run-guest.sh --run): the module that
 # DKMS installed from loopfs-dkms, with nothing loading it but the kernel
 # asking modprobe for the filesystem type on `mount -t loop`; then the LWN
-# article's recipe on it.  Prints TAP.
+# article's recipe on it, and the quick start of the installed loopfs-run
+# guide as written there.  Prints TAP.
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,7 +15,7 @@ trap 'rm -f "$log"' EXIT
 
 loaded() { grep -q "^loopfs " /proc/modules; }
 
-tap_plan 5
+tap_plan 6
 
 if loaded; then
 	tap FAIL "loopfs is not loaded at boot"
@@ -58,5 +59,35 @@ if "$src/tests/shell/article.sh" >"$log" 2>&1 && ! grep -q '^not ok' "$log" &&
 	tap OK "the article's recipe works on the installed module"
 else
 	tap FAIL "the article's recipe works on the installed module" "$log"
+fi
+
+# The quick start of the installed guide, its first shell block as it
+# stands: an unprivileged container makes an ext4 image, mounts it with
+# mount -o loop and owns what it made (uid 0 inside), then fuse2fs mounts
+# the same image.  The guest runs as root, so sudo is only the command.
+quick_start() {
+	local doc shim recipe ver
+	doc=$(find /usr/share/doc/loopfs-tools -name 'loopfs-run.md*' | head -n 1)
+	[ -n "$doc" ] || { echo "# loopfs-run.md is not installed"; return 1; }
+	recipe=$(zcat -f "$doc" | awk '/^```/ { if (n++) exit; next } n')
+	echo "# the recipe:"
+	printf '%s\n' "$recipe" | sed 's/^/#   /'
+	shim=$(mktemp -d)
+	printf '#!/bin/sh\nexec "$@"\n' >"$shim/sudo"
+	chmod 755 "$shim/sudo"
+	out=$(cd /tmp && PATH=$shim:$PATH bash -e -c "$recipe" 2>&1)
+	rc=$?
+	rm -rf "$shim" /tmp/disk.img
+	printf '%s\n' "$out" | sed 's/^/# /'
+	ver=$(modinfo -F version loopfs)
+	[ "$rc" -eq 0 ] &&
+		[ "$(printf '%s\n' "$out" | grep -cE ' 0 +0 .* made-here$')" -eq 2 ] &&
+		printf '%s\n' "$out" | grep -qx "loopfs-run $ver"
+}
+if quick_start >"$log" 2>&1; then
+	sed 's/^/# /' "$log"
+	tap OK "loopfs-run's quick start, as installed, works (the container owns what it made)"
+else
+	tap FAIL "loopfs-run's quick start, as installed, works (the container owns what it made)" "$log"
 fi
 [ "$tap_failed" -eq 0 ]

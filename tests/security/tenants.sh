@@ -63,22 +63,6 @@ wait_for() {
 	fail "no '$2' in $1 after $3 s: $(tail -n 3 "$1" 2>/dev/null | tr '\n' ' ')"
 }
 
-uptime_s() { cut -d' ' -f1 /proc/uptime; }
-
-# alive PID: the process exists and is not a zombie
-alive() {
-	[ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
-}
-
-# loopfs disks on the host
-count_disks() {
-	local d n=0
-	for d in /sys/block/loopfs*; do
-		[ -e "$d" ] && n=$((n + 1))
-	done
-	echo "$n"
-}
-
 start_daemon() {
 	local name=$1 before conn i
 	before=$(ls /sys/fs/fuse/connections)

@@ -43,20 +43,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-uptime_s() { cut -d' ' -f1 /proc/uptime; }
-
-alive() {
-	[ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
-}
-
-count_disks() {
-	local d n=0
-	for d in /sys/block/loopfs*; do
-		[ -e "$d" ] && n=$((n + 1))
-	done
-	echo "$n"
-}
-
 # dirty_mib: dirty pages and pages under writeback, machine-wide, in MiB
 dirty_mib() {
 	awk '$1 == "Dirty:" || $1 == "Writeback:" { n += $2 } END { print int(n / 1024) }' \

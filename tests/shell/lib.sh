@@ -85,6 +85,23 @@ disk_name() {
 	basename "$(readlink -f "/sys/dev/block/$(stat -L -c '%Hr:%Lr' "$1")")"
 }
 
+# Seconds since boot, with hundredths.
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+
+# alive PID: the process exists and is not a zombie
+alive() {
+	[ -e "/proc/$1" ] && ! grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# How many loopfs disks the host has, of every instance.
+count_disks() {
+	local d n=0
+	for d in /sys/block/loopfs*; do
+		[ -e "$d" ] && n=$((n + 1))
+	done
+	echo "$n"
+}
+
 # Wait up to $2 seconds (default 3) for path $1 to disappear.
 wait_gone() {
 	local i

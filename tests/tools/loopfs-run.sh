@@ -535,7 +535,130 @@ test_stalled_resolver_times_out() {
 	true
 }
 
-tap_plan 27
+# owners PATH...: "uid:gid" of each PATH, on one line
+owners() {
+	stat -c %u:%g "$@" | xargs
+}
+
+# The headline use: the container makes an ext4 filesystem itself, mounts it
+# with mount -o loop, and writes to it as its root and as another of its
+# users (container uid 1000, host uid CUID + 1); after a remount all is
+# there, fsck finds nothing, and on disk the owners are the container's ids.
+test_own_ext4_round_trip() {
+	local out img=$S/own.img
+	out=$(run --map 1000:$((CUID + 1)):1 -- sh -c "
+		set -e
+		truncate -s 64M $img
+		mkfs.ext4 -q -F $img
+		mount -o loop $img /mnt
+		touch /mnt/x
+		mkdir /mnt/u
+		chown 1000:1000 /mnt/u
+		setpriv --reuid 1000 --regid 1000 --clear-groups sh -c 'echo by-user >/mnt/u/f'
+		echo first \$(stat -c %u:%g /mnt /mnt/x /mnt/u /mnt/u/f)
+		grep ' /mnt ' /proc/self/mountinfo
+		umount /mnt
+		mount -o loop $img /mnt
+		echo again \$(stat -c %u:%g /mnt /mnt/x /mnt/u/f) \$(cat /mnt/u/f)
+		umount /mnt
+		fsck.ext4 -fn $img >/dev/null && echo fsck clean" 2>&1) || true
+	echo "$out"
+	expect_in "first 0:0 0:0 1000:1000 1000:1000" "$out" "owners in the container"
+	expect_in "again 0:0 0:0 1000:1000 by-user" "$out" "after a remount"
+	expect_in "fsck clean" "$out" "fsck.ext4 -fn"
+	grep -q " /mnt .*,idmapped - ext4 " <<<"$out" || fail "not an ID-mapped mount"
+	# on disk: the ids the container wrote, read by the host without mapping
+	mount -o loop,ro "$img" "$S/mnt"
+	out=$(owners "$S/mnt" "$S/mnt/x" "$S/mnt/u/f")
+	umount "$S/mnt"
+	expect_eq "0:0 0:0 1000:1000" "$out" "owners on disk"
+	rm -f "$img"
+}
+
+# An image the host prepared for the container (its root directory owned by
+# the container's root, host uid CUID) is mounted as before: no ID mapping,
+# and the container's root owns it.
+test_host_prepared_image() {
+	local out img=$S/prep.img
+	mkfs.ext4 -q -F -E root_owner="$CUID:$CUID" -d "$S/content" "$img" 16M
+	chown "$CUID:$CUID" "$img"
+	out=$(run -- sh -c "mount -o loop $img /mnt && touch /mnt/y &&
+		echo owners \$(stat -c %u:%g /mnt /mnt/hello /mnt/y) &&
+		grep ' /mnt ' /proc/self/mountinfo && cat /mnt/hello" 2>&1) || true
+	echo "$out"
+	expect_in "owners 0:0 0:0 0:0" "$out" "owners in the container"
+	expect_in "hello from loopfs" "$out" "file"
+	case $out in *idmapped*) fail "a host-prepared image was ID-mapped" ;; esac
+	rm -f "$img"
+}
+
+# ext2 (ext4's driver under the name ext2 on these kernels) cannot be
+# ID-mapped: the mount is made as before and loopfs-run says so once.
+test_no_idmap_type_said_once() {
+	local out
+	out=$(run -- sh -c "truncate -s 16M $S/e2.img && mkfs.ext2 -q -F $S/e2.img &&
+		mount -t ext2 -o loop $S/e2.img /mnt && umount /mnt &&
+		mount -t ext2 -o loop $S/e2.img /mnt && echo owner \$(stat -c %u /mnt) &&
+		grep ' /mnt ' /proc/self/mountinfo" 2>"$S/err") || true
+	cat "$S/err"
+	echo "$out"
+	expect_in "owner 65534" "$out" "owner of ext2's root directory in the container"
+	case $out in *idmapped*) fail "ext2 ID-mapped" ;; esac
+	expect_eq 1 "$(grep -c 'ext2 cannot be ID-mapped.*--fuse' "$S/err")" "notes on stderr"
+	rm -f "$S/e2.img"
+}
+
+# A root-owned 0644 image: losetup in the container falls back to a
+# read-only device; the mount is read-only and loopfs-run says so, as
+# mount(8) does when it falls back.
+test_write_protected_said() {
+	local out
+	cp "$S/hostimg" "$S/ro.img"
+	chown 0:0 "$S/ro.img"
+	chmod 644 "$S/ro.img"
+	out=$(run -- sh -c "mount -o loop $S/ro.img /mnt && cat /mnt/hello &&
+		grep ' /mnt ' /proc/self/mountinfo && umount /mnt &&
+		mount -o loop $S/img /mnt && echo writable" 2>"$S/err") || true
+	cat "$S/err"
+	echo "$out"
+	expect_in "hello from loopfs" "$out" "file"
+	grep -q " /mnt ro,.* - ext4 " <<<"$out" || fail "not mounted read-only"
+	expect_eq 1 "$(grep -c "/mnt: WARNING: source write-protected, mounted read-only" "$S/err")" \
+		"warnings on stderr"
+	rm -f "$S/ro.img"
+}
+
+# loopfs-run started in a directory that the container's root may not
+# search (as /root): mounts naming absolute paths work, kernel and FUSE.
+test_unsearchable_cwd() {
+	local out
+	fuse_ready
+	mkdir -m 700 "$S/private"
+	out=$(cd "$S/private" && run --fuse ext2=fuse2fs -- sh -c "
+		mount -o loop $S/img /mnt && cat /mnt/hello && umount /mnt &&
+		mount -t ext2 -o loop $S/img /mnt && cat /mnt/hello" 2>&1) || true
+	echo "$out"
+	expect_eq 2 "$(grep -c "hello from loopfs" <<<"$out")" "files read through both mounts"
+}
+
+test_not_root_said() {
+	local out rc=0
+	out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$RUN" --uid "$CUID" -- true 2>&1) || rc=$?
+	echo "$out"
+	expect_eq 125 "$rc" "exit status"
+	expect_eq "loopfs-run: must run as root (it mounts for the container)" "$out" "message"
+}
+
+test_usage_version() {
+	local out ver
+	out=$("$RUN" --help)
+	expect_in "usage: loopfs-run [options] [--] [COMMAND [ARG...]]" "$out" "usage line"
+	expect_in "--version" "$out" "--version listed"
+	ver=$(sed -n 's/^PACKAGE_VERSION="\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$here/../../dkms.conf")
+	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
+}
+
+tap_plan 34
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -563,4 +686,11 @@ run_test "an image naming a host device as external journal: the mount fails, th
 run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
+run_test "ext4 made in the container: mount -o loop, written as its root and a mapped user, remounted, fsck clean, its ids on disk" test_own_ext4_round_trip
+run_test "an image the host prepared for the container (root_owner=host uid) is mounted as before, not ID-mapped" test_host_prepared_image
+run_test "a type that cannot be ID-mapped (ext2) is mounted as before, with one note on stderr" test_no_idmap_type_said_once
+run_test "a write-protected image is mounted read-only with a warning on stderr" test_write_protected_said
+run_test "started in a directory the container cannot search: mounts of absolute paths work" test_unsearchable_cwd
+run_test "started by a non-root user: a message saying root is needed, exit 125" test_not_root_said
+run_test "--help shows COMMAND as optional, --version prints the package version" test_usage_version
 tap_done
