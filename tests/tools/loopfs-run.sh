@@ -248,6 +248,23 @@ test_fuse2fs() {
 	expect_in " - fuse" "$out" "a FUSE mount"
 }
 
+# A helper that exits 0 having mounted nothing (fuse2fs does on a target
+# that is not empty): mount(2) fails, and stderr says why.
+test_fuse_helper_mounted_nothing() {
+	local out rc
+	fuse_ready
+	out=$(run --fuse ext4=true -- sh -c "
+		mount -o loop $S/img /mnt
+		echo mount=\$? mounts=\$(grep -c ' /mnt ' /proc/self/mountinfo)" 2>"$S/err")
+	rc=$?
+	cat "$S/err"
+	echo "$out"
+	expect_eq 0 "$rc" "loopfs-run's exit status"
+	case $out in *mount=0*) fail "mount(2) succeeded with nothing mounted" ;; esac
+	expect_in "mounts=0" "$out" "mounts on /mnt"
+	expect_in "/mnt: true exited without mounting it" "$(cat "$S/err")" "stderr"
+}
+
 test_nothing_left() {
 	local out
 	old_max=$(cat /proc/sys/user/max_loop_devices)
@@ -658,7 +675,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 34
+tap_plan 35
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -673,6 +690,7 @@ run_test "supervised mounts are nosuid,nodev (locked), show the caller's source,
 run_test "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
 run_test "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
 run_test "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
+run_test "a FUSE helper that exits 0 without mounting: mount(2) fails and says so" test_fuse_helper_mounted_nothing
 run_test "after COMMAND exits: no loop devices, mounts, processes or charges left" test_nothing_left
 run_test "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
 run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
