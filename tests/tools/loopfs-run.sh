@@ -254,14 +254,15 @@ test_fuse_helper_mounted_nothing() {
 	local out rc
 	fuse_ready
 	out=$(run --fuse ext4=true -- sh -c "
+		n=\$(grep -c ' /mnt ' /proc/self/mountinfo)
 		mount -o loop $S/img /mnt
-		echo mount=\$? mounts=\$(grep -c ' /mnt ' /proc/self/mountinfo)" 2>"$S/err")
+		echo mount=\$? mounts=\$((\$(grep -c ' /mnt ' /proc/self/mountinfo) - n))" 2>"$S/err")
 	rc=$?
 	cat "$S/err"
 	echo "$out"
 	expect_eq 0 "$rc" "loopfs-run's exit status"
 	case $out in *mount=0*) fail "mount(2) succeeded with nothing mounted" ;; esac
-	expect_in "mounts=0" "$out" "mounts on /mnt"
+	expect_in "mounts=0" "$out" "mounts added on /mnt"
 	expect_in "/mnt: true exited without mounting it" "$(cat "$S/err")" "stderr"
 }
 
@@ -272,15 +273,19 @@ test_nothing_left() {
 	fuse_ready
 	# leave everything in place: bound devices, kernel and FUSE mounts, a
 	# background process holding a device open
-	run --fuse ext2=fuse2fs -- sh -c "
+	out=$(run --fuse ext2=fuse2fs -- sh -c "
 		set -e
+		cp $S/img $S/f.img
 		losetup /dev/loop1 $S/img
 		mount -o loop $S/img /mnt
-		cp $S/img $S/f.img && losetup /dev/loop2 $S/f.img
-		mount -t ext2 /dev/loop2 $S/content
-		grep -c fuse /proc/self/mountinfo
+		losetup /dev/loop2 $S/f.img
+		mount -t ext2 /dev/loop2 $S/mnt
+		echo fuse mounts: \$(grep -c ' - fuse' /proc/self/mountinfo)
 		sleep 1000 </dev/loop1 >/dev/null 2>&1 &
-		cat /mnt/hello"
+		cat /mnt/hello")
+	echo "$out"
+	expect_in "fuse mounts: 1" "$out" "the run's FUSE mount"
+	expect_in "hello from loopfs" "$out" "the run's kernel mount"
 	expect_eq "$disks_before" "$(loopfs_disks)" "loopfs disks after the run"
 	if grep ' - loop ' /proc/self/mountinfo | grep -v " $S/other "; then
 		fail "a loop instance is still mounted"
