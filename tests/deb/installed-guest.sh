@@ -73,6 +73,9 @@ quick_start() {
 	recipe=$(zcat -f "$doc" | awk '/^```/ { if (n++) exit; next } n')
 	echo "# the recipe:"
 	printf '%s\n' "$recipe" | sed 's/^/#   /'
+	# what a booted Debian machine has and this guest's init does not
+	# make: the FUSE device, with the mode udev gives it
+	modprobe fuse && chmod 666 /dev/fuse || return 1
 	shim=$(mktemp -d)
 	printf '#!/bin/sh\nexec "$@"\n' >"$shim/sudo"
 	chmod 755 "$shim/sudo"
