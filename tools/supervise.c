@@ -919,8 +919,9 @@ static int kernel_mount(struct container *c, struct caller *k,
 static int fuse_mount(struct container *c, struct caller *k,
 		      const struct request *r, const char *helper, int src)
 {
-	char opts[sizeof(r->data) + 64], dev[64], fdpath[32];
+	char opts[sizeof(r->data) + 64], dev[64], fdpath[32], tgt[256];
 	char *argv[] = { (char *)helper, dev, (char *)r->target, "-o", opts, NULL };
+	struct stat before, after;
 	int owner, fd, st;
 	pid_t pid;
 
@@ -929,17 +930,29 @@ static int fuse_mount(struct container *c, struct caller *k,
 	if (owner < 0 || setns(k->pid_fd, CLONE_NEWPID) ||
 	    enter_caller(k, owner, false))
 		return EPERM;
+	/* an absolute target needs no working directory (see enter_caller()) */
+	if (fchdir(k->root_fd) || chroot(".") ||
+	    (fchdir(k->cwd_fd) && r->target[0] != '/'))
+		return EIO;
+	if (stat(r->target, &before))
+		return errno;
 	pid = fork();	/* the child is in the container's PID namespace */
 	if (pid < 0)
 		return errno;
 	if (pid) {
 		st = wait_child(pid, cfg.helper_timeout_ms);
-		return st == 0 ? 0 : EIO;
+		if (st)
+			return EIO;
+		/*
+		 * Some helpers exit 0 when they mounted nothing (fuse2fs on a
+		 * target that is not empty): mount(2) must not succeed then.
+		 */
+		if (!stat(r->target, &after) && after.st_dev != before.st_dev)
+			return 0;
+		printable(tgt, sizeof(tgt), r->target);
+		logmsg("%s: %s exited without mounting it", tgt, helper);
+		return EIO;
 	}
-	/* an absolute target needs no working directory (see enter_caller()) */
-	if (fchdir(k->root_fd) || chroot(".") ||
-	    (fchdir(k->cwd_fd) && r->target[0] != '/'))
-		_exit(1);
 	/* reopen the very node that was checked, with the container's rights */
 	snprintf(fdpath, sizeof(fdpath), "self/fd/%d", src);
 	fd = openat(c->proc_fd, fdpath, r->flags & MS_RDONLY ? O_RDONLY : O_RDWR);

@@ -64,7 +64,8 @@ fi
 # The quick start of the installed guide, its first shell block as it
 # stands: an unprivileged container makes an ext4 image, mounts it with
 # mount -o loop and owns what it made (uid 0 inside), then fuse2fs mounts
-# the same image.  The guest runs as root, so sudo is only the command.
+# the same image.  The guest runs as root, so sudo is only the command; an
+# empty /mnt, as on a fresh machine (the article's recipe left a directory).
 quick_start() {
 	local doc shim recipe ver
 	doc=$(find /usr/share/doc/loopfs-tools -name 'loopfs-run.md*' | head -n 1)
@@ -72,10 +73,14 @@ quick_start() {
 	recipe=$(zcat -f "$doc" | awk '/^```/ { if (n++) exit; next } n')
 	echo "# the recipe:"
 	printf '%s\n' "$recipe" | sed 's/^/#   /'
+	# what a booted Debian machine has and this guest's init does not
+	# make: the FUSE device, with the mode udev gives it
+	modprobe fuse && chmod 666 /dev/fuse || return 1
 	shim=$(mktemp -d)
 	printf '#!/bin/sh\nexec "$@"\n' >"$shim/sudo"
 	chmod 755 "$shim/sudo"
-	out=$(cd /tmp && PATH=$shim:$PATH bash -e -c "$recipe" 2>&1)
+	out=$(cd /tmp && PATH=$shim:$PATH unshare -m --propagation private \
+		sh -c 'mount -t tmpfs tmpfs /mnt && exec bash -e -c "$1"' sh "$recipe" 2>&1)
 	rc=$?
 	rm -rf "$shim" /tmp/disk.img
 	printf '%s\n' "$out" | sed 's/^/# /'

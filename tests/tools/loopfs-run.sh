@@ -248,6 +248,24 @@ test_fuse2fs() {
 	expect_in " - fuse" "$out" "a FUSE mount"
 }
 
+# A helper that exits 0 having mounted nothing (fuse2fs does on a target
+# that is not empty): mount(2) fails, and stderr says why.
+test_fuse_helper_mounted_nothing() {
+	local out rc
+	fuse_ready
+	out=$(run --fuse ext4=true -- sh -c "
+		n=\$(grep -c ' /mnt ' /proc/self/mountinfo)
+		mount -o loop $S/img /mnt
+		echo mount=\$? mounts=\$((\$(grep -c ' /mnt ' /proc/self/mountinfo) - n))" 2>"$S/err")
+	rc=$?
+	cat "$S/err"
+	echo "$out"
+	expect_eq 0 "$rc" "loopfs-run's exit status"
+	case $out in *mount=0*) fail "mount(2) succeeded with nothing mounted" ;; esac
+	expect_in "mounts=0" "$out" "mounts added on /mnt"
+	expect_in "/mnt: true exited without mounting it" "$(cat "$S/err")" "stderr"
+}
+
 test_nothing_left() {
 	local out
 	old_max=$(cat /proc/sys/user/max_loop_devices)
@@ -255,15 +273,19 @@ test_nothing_left() {
 	fuse_ready
 	# leave everything in place: bound devices, kernel and FUSE mounts, a
 	# background process holding a device open
-	run --fuse ext2=fuse2fs -- sh -c "
+	out=$(run --fuse ext2=fuse2fs -- sh -c "
 		set -e
+		cp $S/img $S/f.img
 		losetup /dev/loop1 $S/img
 		mount -o loop $S/img /mnt
-		cp $S/img $S/f.img && losetup /dev/loop2 $S/f.img
-		mount -t ext2 /dev/loop2 $S/content
-		grep -c fuse /proc/self/mountinfo
+		losetup /dev/loop2 $S/f.img
+		mount -t ext2 /dev/loop2 $S/mnt
+		echo fuse mounts: \$(grep -c ' - fuse' /proc/self/mountinfo)
 		sleep 1000 </dev/loop1 >/dev/null 2>&1 &
-		cat /mnt/hello"
+		cat /mnt/hello")
+	echo "$out"
+	expect_in "fuse mounts: 1" "$out" "the run's FUSE mount"
+	expect_in "hello from loopfs" "$out" "the run's kernel mount"
 	expect_eq "$disks_before" "$(loopfs_disks)" "loopfs disks after the run"
 	if grep ' - loop ' /proc/self/mountinfo | grep -v " $S/other "; then
 		fail "a loop instance is still mounted"
@@ -658,7 +680,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 34
+tap_plan 35
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -673,6 +695,7 @@ run_test "supervised mounts are nosuid,nodev (locked), show the caller's source,
 run_test "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
 run_test "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
 run_test "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
+run_test "a FUSE helper that exits 0 without mounting: mount(2) fails and says so" test_fuse_helper_mounted_nothing
 run_test "after COMMAND exits: no loop devices, mounts, processes or charges left" test_nothing_left
 run_test "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
 run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
