@@ -131,7 +131,8 @@ bad_max_refused() {
 		fail "the container started: $out"
 	fi
 	echo "$out"
-	expect_in "error executing hook \`$hook\`" "$out" "podman's message"
+	# crun 1.28 (podman 5.8) prints its message as JSON, '/' escaped
+	expect_in "error executing hook \`$hook\`" "${out//\\\//\/}" "podman's message"
 	expect_eq 0 "$(podman_as_root ps -aq | wc -l)" "containers left"
 	expect_in "io.loopfs.max=huge is not a number" "$(cat "$w/hook.err")" \
 		"the hook's stderr kept by run.oci.hooks.stderr"
@@ -175,6 +176,13 @@ max_annotation() {
 			losetup --show -f /tmp/max.img 2>&1 | sed "s/^/third: /"
 			losetup -D' 2>&1)
 	echo "$out"
+	# The third fails. util-linux 2.42 no longer says that no device is
+	# free: when GET_FREE fails it scans for one, names a node the
+	# container lacks and fails to set that up.
+	case $out in
+	*"third: losetup: /tmp/max.img: failed to set up loop device: No such file or directory")
+		out=${out%"/tmp/max.img: failed to set up loop device: No such file or directory"}"cannot find an unused loop device" ;;
+	esac
 	expect_eq "max=2
 2
 /dev/loop0
