@@ -11,7 +11,11 @@ BIN=${LOOPFS_BUILD:-$here/../../.build}/tools
 RUN=$BIN/loopfs-run
 PROBE=$BIN/mnt-probe
 CUID=${LOOPFS_UNPRIV_UID:-1000}
-if [ "${LOOPFS_QUICK:-0}" = 1 ]; then
+# Attempts of each racing-thread test: LOOPFS_RACE_N, else 2000 with
+# LOOPFS_QUICK and 10000 without.
+if [ -n "${LOOPFS_RACE_N:-}" ]; then
+	RACE_N=$LOOPFS_RACE_N
+elif [ "${LOOPFS_QUICK:-0}" = 1 ]; then
 	RACE_N=2000
 else
 	RACE_N=10000
