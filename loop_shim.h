@@ -17,8 +17,10 @@ struct user_namespace;
 
 /**
  * struct loop_dev_ops - what the owner of a device is told and asked
- * @partitions_changed: the device's partitions changed (scan after bind,
- *	clear, BLKRRPART). With @can_block no lock of the driver or the block
+ * @partitions_changed: the device's partitions changed (the scan of
+ *	LOOP_CONFIGURE, LOOP_SET_STATUS or LOOP_CHANGE_FD, the drop when the
+ *	device is cleared); BLKPG and BLKRRPART, which the block layer
+ *	handles itself, are not reported. With @can_block no lock of the driver or the block
  *	layer is held and the owner may sync at once; without it the disk's
  *	open_mutex is held and the owner must defer. Never called once the
  *	device is orphaned.
