@@ -196,6 +196,10 @@ step() {
 		echo "$name FAIL $(echo "$out" | tail -n 3 | tr '\n' ' ')" >>"$res"
 	fi
 }
+private_dev() {
+	userns_private_dev
+	[ -b /dev/loopfs/loop-control ] || [ -c /dev/loopfs/loop-control ]
+}
 scan() {
 	dev=$(losetup -P --show -f "$u/img")
 	[ "$dev" = /dev/loop0 ] || { echo "got $dev"; return 1; }
@@ -204,17 +208,18 @@ scan() {
 }
 mkfs_vfat() {
 	ln -s /dev/loopfs/loop0p1 /dev/loop0p1
-	mkfs.vfat /dev/loop0p1 >/dev/null
-	fsck.vfat -n /dev/loop0p1 >/dev/null
+	mkfs.vfat /dev/loop0p1 >"$u/mkfs.log"
+	fsck.vfat -n /dev/loop0p1 >"$u/fsck.log"
 	[ "$(blkid -p -o value -s TYPE /dev/loop0p1)" = vfat ]
 }
 # BLKPG wants CAP_SYS_ADMIN in the initial namespace: refused, and the
 # partition keeps its node.
 blkpg_refused() {
-	if partx -d --nr 2 /dev/loop0 2>/dev/null; then
+	if partx -d --nr 2 /dev/loop0 >"$u/partx.log" 2>&1; then
 		echo "partx -d succeeded"; return 1
 	fi
 	present /dev/loopfs/loop0p2
+	[ -e "/sys/dev/block/$(stat -c %Hr:%Lr /dev/loopfs/loop0p2)/partition" ]
 }
 detach() {
 	losetup -d /dev/loop0
@@ -225,7 +230,7 @@ autoclear() {
 	absent /dev/loopfs/loop0p1
 }
 # Each step a shell of its own; the mount namespace is this one's.
-userns_private_dev
+step private_dev private_dev
 step scan scan
 step mkfs_vfat mkfs_vfat
 step blkpg_refused blkpg_refused
@@ -312,7 +317,7 @@ detach_in_container() {
 	absent /dev/loopfs/loop0p1 /dev/loopfs/loop0p2
 }
 
-tap_plan 20
+tap_plan 21
 setup
 run_test "a partition scan (losetup -P) creates loop0pN block nodes, 0600" scan_makes_partition_nodes
 run_test "a partition deleted with BLKPG (partx -d) has no node when partx returns" blkpg_delete_drops_the_node
@@ -323,6 +328,7 @@ run_test "inotify watchers of the instance see partition nodes deleted and creat
 run_test "clearing the device (losetup -d) removes its partition nodes before it returns" clearing_the_device_removes_partition_nodes
 run_test "the last close of an autoclear device removes its partition nodes before close returns" last_close_of_autoclear_device_removes_nodes
 run_test "unprivileged uid: unshare -Urm, an own partitioned image" unprivileged
+run_test "unprivileged uid: a private /dev holding the instance" step_ok private_dev
 run_test "unprivileged uid: losetup -P makes loop0p1/loop0p2 (0600, namespace root) before it returns" step_ok scan
 run_test "unprivileged uid: mkfs.vfat on /dev/loop0p1, fsck.vfat clean" step_ok mkfs_vfat
 run_test "unprivileged uid: BLKPG (partx -d) is refused and the node stays" step_ok blkpg_refused
