@@ -19,5 +19,6 @@ ccflags-y += $(call loopfs_probe,fs.h,struct timespec64 simple_inode_init_ts,SIM
 ccflags-y += $(call loopfs_probe,fs.h,int inode_lock_killable,INODE_LOCK_KILLABLE)
 ccflags-y += $(call loopfs_probe,fs.h,int .\*create. .struct mnt_idmap,MNT_IDMAP)
 ccflags-y += $(call loopfs_probe,fs.h,define FOP_BUFFER_WASYNC,FOP_BUFFER_WASYNC)
+ccflags-y += $(call loopfs_probe,device/class.h,add_dev.[[:space:]]+.struct device .dev.;,CLASS_INTF_DEV_ONLY)
 ccflags-y += $(call loopfs_probe,sysctl.h,typedef int proc_handler.const struct ctl_table,CONST_PROC_HANDLER)
 ccflags-y += $(call loopfs_probe,sysctl.h,register_sysctl_sz,REGISTER_SYSCTL_SZ)

@@ -15,7 +15,7 @@ pkgs=(
 	linux-image-amd64 linux-image-6.12-amd64
 	qemu-system-x86 busybox-static cpio kmod
 	# what the suites run inside the guests (the host root is the guest's userland)
-	util-linux mount fdisk e2fsprogs fio procps coreutils uidmap
+	util-linux mount fdisk e2fsprogs fio procps coreutils uidmap parted dosfstools
 	f2fs-tools xfsprogs btrfs-progs
 	libseccomp-dev fuse2fs fuse3 gnuplot-nox
 	# make bench-profile
