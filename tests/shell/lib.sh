@@ -102,6 +102,15 @@ count_disks() {
 	echo "$n"
 }
 
+# step_ok STEP: the line "STEP ok" is in $STEP_RESULTS, where a script run
+# in another namespace wrote one line per step.
+step_ok() {
+	local line
+	line=$(grep "^$1 " "$STEP_RESULTS" || true)
+	[ -n "$line" ] || fail "step $1 did not run"
+	[ "$line" = "$1 ok" ] || fail "$line"
+}
+
 # Wait up to $2 seconds (default 3) for path $1 to disappear.
 wait_gone() {
 	local i
