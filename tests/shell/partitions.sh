@@ -182,20 +182,11 @@ last_close_of_autoclear_device_removes_nodes() {
 
 # Runs as root of the user namespace; records "step ok" or "step FAIL why".
 {
-declare -f userns_private_dev present absent fail
+declare -f userns_private_dev present absent fail record_step
 cat <<'INNER'
 set -uo pipefail
 export w=$1 u=$1/u res=$1/u/results
 export -f userns_private_dev present absent fail
-step() {
-	local name=$1 out
-	export -f "$1"
-	if out=$(bash -euo pipefail -c "$1" 2>&1); then
-		echo "$name ok" >>"$res"
-	else
-		echo "$name FAIL $(echo "$out" | tail -n 3 | tr '\n' ' ')" >>"$res"
-	fi
-}
 private_dev() {
 	userns_private_dev
 	[ -b /dev/loopfs/loop-control ] || [ -c /dev/loopfs/loop-control ]
@@ -230,12 +221,12 @@ autoclear() {
 	absent /dev/loopfs/loop0p1
 }
 # Each step a shell of its own; the mount namespace is this one's.
-step private_dev private_dev
-step scan scan
-step mkfs_vfat mkfs_vfat
-step blkpg_refused blkpg_refused
-step detach detach
-step autoclear autoclear
+record_step private_dev
+record_step scan
+record_step mkfs_vfat
+record_step blkpg_refused
+record_step detach
+record_step autoclear
 INNER
 } >"$work/inner.sh"
 
