@@ -370,25 +370,27 @@ out:
  * the driver never hears of them; the nodes follow once the block layer
  * is done, before the caller sees the result.
  */
-static long loopfs_blk_ioctl(struct file *file, unsigned int cmd,
-			     unsigned long arg)
+static long loopfs_blk_ioctl_done(struct file *file, unsigned int cmd,
+				  long ret)
 {
-	long ret = loopfs_def_blk_fops->unlocked_ioctl(file, cmd, arg);
-
 	if (cmd == BLKPG || cmd == BLKRRPART)
 		loopfs_sync_node_device(file_inode(file));
 	return ret;
+}
+
+static long loopfs_blk_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
+{
+	return loopfs_blk_ioctl_done(file, cmd,
+			loopfs_def_blk_fops->unlocked_ioctl(file, cmd, arg));
 }
 
 #ifdef CONFIG_COMPAT
 static long loopfs_blk_compat_ioctl(struct file *file, unsigned int cmd,
 				    unsigned long arg)
 {
-	long ret = loopfs_def_blk_fops->compat_ioctl(file, cmd, arg);
-
-	if (cmd == BLKPG || cmd == BLKRRPART)
-		loopfs_sync_node_device(file_inode(file));
-	return ret;
+	return loopfs_blk_ioctl_done(file, cmd,
+			loopfs_def_blk_fops->compat_ioctl(file, cmd, arg));
 }
 #endif
 
