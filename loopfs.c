@@ -404,11 +404,11 @@ static int loopfs_blk_release(struct inode *inode, struct file *file)
 {
 	struct loopfs_instance *inst = loopfs_sb(inode->i_sb);
 	int events = atomic_read(&inst->part_events);
+	int ret = loopfs_def_blk_fops->release(inode, file);
 
-	loopfs_def_blk_fops->release(inode, file);
 	if (atomic_read(&inst->part_events) != events)
 		loopfs_sync_node_device(inode);
-	return 0;
+	return ret;
 }
 
 static void loopfs_partitions_changed(struct loop_dev *ldev, bool can_block)
