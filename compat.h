@@ -15,6 +15,7 @@
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/dcache.h>
+#include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
 #include <linux/sched/mm.h>
@@ -111,6 +112,34 @@ static inline bool bdev_rot(struct block_device *bdev)
 	__set->flags |= BLK_MQ_F_SHOULD_MERGE;				\
 	blk_mq_alloc_tag_set(__set);					\
 })
+#endif
+
+/*
+ * A class interface's callbacks were given the interface too. A driver
+ * writes them the current way, follows each with COMPAT_CLASS_INTF_ADD(fn)
+ * or COMPAT_CLASS_INTF_REMOVE(fn) and names them in its interface through
+ * compat_class_intf_add(fn) and compat_class_intf_remove(fn).
+ */
+#ifdef LOOPFS_HAVE_CLASS_INTF_DEV_ONLY
+#define COMPAT_CLASS_INTF_ADD(fn)
+#define compat_class_intf_add(fn)	(fn)
+#define COMPAT_CLASS_INTF_REMOVE(fn)
+#define compat_class_intf_remove(fn)	(fn)
+#else
+#define COMPAT_CLASS_INTF_ADD(fn)					\
+static int fn##_compat(struct device *dev, struct class_interface *intf) \
+{									\
+	return fn(dev);							\
+}
+
+#define compat_class_intf_add(fn)	(fn##_compat)
+#define COMPAT_CLASS_INTF_REMOVE(fn)					\
+static void fn##_compat(struct device *dev, struct class_interface *intf) \
+{									\
+	fn(dev);							\
+}
+
+#define compat_class_intf_remove(fn)	(fn##_compat)
 #endif
 
 #ifndef LOOPFS_HAVE_BDEV_PARTNO

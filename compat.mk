@@ -31,5 +31,6 @@ ccflags-y += $(call loopfs_probe,dcache.h,void set_default_d_op.struct super_blo
 ccflags-y += $(call loopfs_probe,dcache.h,struct dentry .d_make_persistent.struct dentry,D_MAKE_PERSISTENT)
 ccflags-y += $(call loopfs_probe,ns_common.h,define ns_ref_read,NS_REF_READ)
 ccflags-y += $(call loopfs_probe,namei.h,struct dentry .lookup_noperm.struct qstr,LOOKUP_NOPERM)
+ccflags-y += $(call loopfs_probe,device/class.h,add_dev.[[:space:]]+.struct device .dev.;,CLASS_INTF_DEV_ONLY)
 ccflags-y += $(call loopfs_probe,sysctl.h,typedef int proc_handler.const struct ctl_table,CONST_PROC_HANDLER)
 ccflags-y += $(call loopfs_probe,sysctl.h,register_sysctl_sz,REGISTER_SYSCTL_SZ)

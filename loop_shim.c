@@ -15,6 +15,10 @@
  *   loop_dev_chain_lock: global, innermost, held only to check a new backing
  *     file and publish it (never across I/O or a freeze), so following a
  *     chain of loop devices backing each other sees stable states.
+ *   loop_dev_intf_lock: global, taken once per device creation around the
+ *     registration of the block class interface; none of the others.
+ * The class interface's callbacks run under a disk's open_mutex and the
+ * block class's mutex and take no lock of the driver's or the owner's.
  * The I/O path takes none of them: state changes freeze the queue. Each
  * device runs its requests on its own workqueue.
  *
@@ -1312,6 +1316,56 @@ static void loop_dev_destroy_workfn(struct work_struct *work)
 	loop_dev_destroy(container_of(work, struct loop_dev, destroy_work));
 }
 
+/*
+ * The block layer adds and deletes partitions without asking the driver:
+ * BLKPG and BLKRRPART from any opener (the host's node too), a rescan on
+ * open. Each passes through the interfaces of the block class, at once and
+ * still under the disk's open_mutex, so the owner hears of every partition
+ * of ours there and defers its sync. block_class is not exported: the
+ * interface is registered with the class of the first disk made.
+ */
+static DEFINE_MUTEX(loop_dev_intf_lock);
+static bool loop_dev_intf_registered;
+
+static int loop_dev_part_added(struct device *dev)
+{
+	struct block_device *bdev = dev_to_bdev(dev);
+	struct gendisk *disk = bdev->bd_disk;
+
+	/* A disk's private_data lives until its free_disk. */
+	if (bdev_is_partition(bdev) && disk->fops == &loop_dev_fops)
+		loop_dev_partitions_changed(disk->private_data, false);
+	return 0;
+}
+
+COMPAT_CLASS_INTF_ADD(loop_dev_part_added)
+
+static void loop_dev_part_removed(struct device *dev)
+{
+	loop_dev_part_added(dev);
+}
+
+COMPAT_CLASS_INTF_REMOVE(loop_dev_part_removed)
+
+static struct class_interface loop_dev_intf = {
+	.add_dev	= compat_class_intf_add(loop_dev_part_added),
+	.remove_dev	= compat_class_intf_remove(loop_dev_part_removed),
+};
+
+/* Called before the first add_disk(), which has no partition to miss. */
+static void loop_dev_watch_partitions(struct gendisk *disk)
+{
+	mutex_lock(&loop_dev_intf_lock);
+	if (!loop_dev_intf_registered) {
+		loop_dev_intf.class = disk_to_dev(disk)->class;
+		if (class_interface_register(&loop_dev_intf))
+			pr_warn_once("partition nodes follow BLKPG through the host's nodes only when listed\n");
+		else
+			loop_dev_intf_registered = true;
+	}
+	mutex_unlock(&loop_dev_intf_lock);
+}
+
 static int loop_dev_init_tag_set(struct loop_dev *ldev)
 {
 	struct blk_mq_tag_set *set = &ldev->tag_set;
@@ -1391,6 +1445,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	disk->bdi->capabilities |= BDI_CAP_STRICTLIMIT;
 	bdi_set_max_ratio(disk->bdi, LOOP_DEV_MAX_DIRTY_RATIO);
 	strscpy(disk->disk_name, cfg->disk_name, DISK_NAME_LEN);
+	loop_dev_watch_partitions(disk);
 
 	atomic_inc(&loop_dev_live);
 	err = add_disk(disk);
@@ -1570,6 +1625,8 @@ void loop_dev_exit(void)
 	wait_event(loop_dev_gone_wait, !atomic_read(&loop_dev_live));
 	/* The last loop_dev_free_rcu() may still return from wake_up(). */
 	rcu_barrier();
+	if (loop_dev_intf_registered)
+		class_interface_unregister(&loop_dev_intf);
 	unregister_blkdev(loop_dev_major, "loopfs");
 	destroy_workqueue(loop_dev_destroy_wq);
 	ida_destroy(&loop_dev_minor_ida);

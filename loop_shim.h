@@ -17,11 +17,15 @@ struct user_namespace;
 
 /**
  * struct loop_dev_ops - what the owner of a device is told and asked
- * @partitions_changed: the device's partitions changed (scan after bind,
- *	clear, BLKRRPART). With @can_block no lock of the driver or the block
- *	layer is held and the owner may sync at once; without it the disk's
- *	open_mutex is held and the owner must defer. Never called once the
- *	device is orphaned.
+ * @partitions_changed: the device's partitions changed: after the scan of
+ *	LOOP_CONFIGURE, LOOP_SET_STATUS or LOOP_CHANGE_FD and the drop when
+ *	the device is cleared, and for each partition the block layer adds
+ *	or deletes by itself (BLKPG, BLKRRPART, a rescan on open, the drop of
+ *	an autoclear device's last close). With @can_block no lock of the
+ *	driver or the block layer is held and the owner may sync at once;
+ *	without it the disk's open_mutex (and maybe the block class's mutex)
+ *	is held and the owner must defer. Never called once the device is
+ *	orphaned.
  * @released: the device is gone for good (gendisk freed, minor released):
  *	the owner drops what it holds for it (charge, references). Called in
  *	the task that drops the last disk reference, which may sleep, with

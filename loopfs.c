@@ -17,12 +17,25 @@
  * fail_function can fail each of them in turn and check the unwind.
  *
  * Lock order: root directory inode lock -> instance->lock -> view
- * directory inode lock (a child of the root's) -> (the block driver's
- * locks); loopfs_limits_lock is innermost.
+ * directory inode lock (a child of the root's) -> a disk's open_mutex ->
+ * (the block driver's other locks); loopfs_limits_lock is innermost.
+ *
+ * A disk's open_mutex comes after every lock of loopfs: unlink of loop<N>
+ * and LOOP_CTL_REMOVE take it (loop_dev_claim_for_removal(), del_gendisk())
+ * under the root directory's inode lock and instance->lock, and a node sync
+ * takes it to read the partition table under both. The block layer holds it
+ * while partitions come and go (BLKPG, BLKRRPART, a scan, the last close of
+ * an autoclear device, del_gendisk()), so nothing that learns of a change
+ * under it may take a lock of loopfs there: it queues sync_work. The
+ * partition nodes are made and removed before the syscall returns by the
+ * instance node's own ioctl and release, after the block layer has let go
+ * of open_mutex (loopfs_blk_ioctl(), loopfs_blk_release()), and by the
+ * driver's loop ioctls, which call back without it.
  */
 #define pr_fmt(fmt) "loopfs: " fmt
 
 #include <linux/module.h>
+#include <linux/blkpg.h>
 #include <linux/capability.h>
 #include <linux/cred.h>
 #include <linux/ctype.h>
@@ -126,6 +139,14 @@ static int loopfs_blk_open(struct inode *inode, struct file *file)
 	return -ENXIO;
 }
 
+static long loopfs_blk_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg);
+#ifdef CONFIG_COMPAT
+static long loopfs_blk_compat_ioctl(struct file *file, unsigned int cmd,
+				    unsigned long arg);
+#endif
+static int loopfs_blk_release(struct inode *inode, struct file *file);
+
 static int loopfs_blk_fops_init(void)
 {
 	struct inode *probe = kzalloc(sizeof(*probe), GFP_KERNEL);
@@ -139,6 +160,11 @@ static int loopfs_blk_fops_init(void)
 	loopfs_blk_fops = *loopfs_def_blk_fops;
 	loopfs_blk_fops.owner = THIS_MODULE;
 	loopfs_blk_fops.open = loopfs_blk_open;
+	loopfs_blk_fops.release = loopfs_blk_release;
+	loopfs_blk_fops.unlocked_ioctl = loopfs_blk_ioctl;
+#ifdef CONFIG_COMPAT
+	loopfs_blk_fops.compat_ioctl = loopfs_blk_compat_ioctl;
+#endif
 	return 0;
 }
 
@@ -315,11 +341,88 @@ static void loopfs_sync_workfn(struct work_struct *work)
 	loopfs_instance_put(inst);
 }
 
+/*
+ * Make the partition nodes of the device that block node @node names match
+ * its partitions. The caller has a file of @node open, which keeps the
+ * superblock alive, and holds no lock. Only a dying task gives up waiting
+ * for the locks; the change it saw has queued sync_work as well.
+ */
+static void loopfs_sync_node_device(struct inode *node)
+{
+	unsigned long serial = (unsigned long)node->i_private >> 8;
+	struct super_block *sb = node->i_sb;
+	struct loopfs_instance *inst = loopfs_sb(sb);
+	struct inode *dir = d_inode(sb->s_root);
+	struct loopfs_device *dev;
+	unsigned long index;
+
+	if (inode_lock_killable(dir))
+		return;
+	if (mutex_lock_killable(&inst->lock))
+		goto out;
+	xa_for_each(&inst->devices, index, dev) {
+		if (loop_dev_serial(dev->ldev) == serial) {
+			loopfs_sync_partitions(sb, dev);
+			break;
+		}
+	}
+	mutex_unlock(&inst->lock);
+out:
+	inode_unlock(dir);
+}
+
+/*
+ * BLKPG and BLKRRPART change partitions under the disk's open_mutex, where
+ * the driver never hears of them; the nodes follow once the block layer
+ * is done, before the caller sees the result.
+ */
+static long loopfs_blk_ioctl_done(struct file *file, unsigned int cmd,
+				  long ret)
+{
+	if (cmd == BLKPG || cmd == BLKRRPART)
+		loopfs_sync_node_device(file_inode(file));
+	return ret;
+}
+
+static long loopfs_blk_ioctl(struct file *file, unsigned int cmd,
+			     unsigned long arg)
+{
+	return loopfs_blk_ioctl_done(file, cmd,
+			loopfs_def_blk_fops->unlocked_ioctl(file, cmd, arg));
+}
+
+#ifdef CONFIG_COMPAT
+static long loopfs_blk_compat_ioctl(struct file *file, unsigned int cmd,
+				    unsigned long arg)
+{
+	return loopfs_blk_ioctl_done(file, cmd,
+			loopfs_def_blk_fops->compat_ioctl(file, cmd, arg));
+}
+#endif
+
+/*
+ * The last close of an autoclear device drops its partitions under the
+ * disk's open_mutex and can only queue sync_work there (it counts
+ * part_events first): if anything was dropped meanwhile, the device's
+ * nodes go here, before close() returns.
+ */
+static int loopfs_blk_release(struct inode *inode, struct file *file)
+{
+	struct loopfs_instance *inst = loopfs_sb(inode->i_sb);
+	int events = atomic_read(&inst->part_events);
+	int ret = loopfs_def_blk_fops->release(inode, file);
+
+	if (atomic_read(&inst->part_events) != events)
+		loopfs_sync_node_device(inode);
+	return ret;
+}
+
 static void loopfs_partitions_changed(struct loop_dev *ldev, bool can_block)
 {
 	struct loopfs_device *dev = loop_dev_owner(ldev);
 	struct loopfs_instance *inst = dev->instance;
 
+	atomic_inc(&inst->part_events);
 	if (can_block) {
 		loopfs_sync_nodes(inst);
 		return;
@@ -681,8 +784,10 @@ static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
 }
 
 /*
- * Partitions added or dropped behind the driver's back (BLKRRPART, BLKPG)
- * get their nodes when somebody lists the directory.
+ * Partitions added or dropped where neither the driver nor a node of the
+ * instance saw it (BLKPG or BLKRRPART through the host's node, the last
+ * close of a host opener) get their nodes from sync_work, and at the
+ * latest when somebody lists the directory.
  */
 static int loopfs_dir_open(struct inode *inode, struct file *file)
 {

@@ -6,6 +6,7 @@
 #ifndef LOOPFS_H
 #define LOOPFS_H
 
+#include <linux/atomic.h>
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/kdev_t.h>
@@ -48,6 +49,7 @@ struct loopfs_instance {
 	struct dentry *view;		/* the /sys/block view directory */
 
 	struct work_struct sync_work;	/* deferred partition node sync */
+	atomic_t part_events;		/* partition changes reported */
 };
 
 /* A loop device as its instance sees it. */

@@ -67,7 +67,7 @@ fi
 # the same image.  The guest runs as root, so sudo is only the command; an
 # empty /mnt, as on a fresh machine (the article's recipe left a directory).
 quick_start() {
-	local doc shim recipe ver
+	local doc shim recipe ver out rc
 	doc=$(find /usr/share/doc/loopfs-tools -name 'loopfs-run.md*' | head -n 1)
 	[ -n "$doc" ] || { echo "# loopfs-run.md is not installed"; return 1; }
 	recipe=$(zcat -f "$doc" | awk '/^```/ { if (n++) exit; next } n')

@@ -22,7 +22,8 @@ root_releases=(trixie sid)
 
 # What the suites run in a guest, on the host (bookworm) and in every root.
 userland_pkgs=(
-	util-linux util-linux-extra mount fdisk e2fsprogs fio procps coreutils uidmap kmod
+	util-linux util-linux-extra mount fdisk parted dosfstools e2fsprogs fio procps
+	coreutils uidmap kmod
 	f2fs-tools xfsprogs btrfs-progs fuse2fs fuse3 python3 busybox-static
 	libseccomp2 gnuplot-nox
 	# container managers the OCI hook is tested with

@@ -102,6 +102,29 @@ count_disks() {
 	echo "$n"
 }
 
+# record_step NAME: in a script run in another namespace, runs the function
+# NAME in a bash -e of its own (errexit is ignored inside an `if`, so the
+# first failing command fails the step there) and appends "NAME ok" or
+# "NAME FAIL <why>" to $res, for step_ok.
+record_step() {
+	local out
+	export -f "$1"
+	if out=$(bash -euo pipefail -c "$1" 2>&1); then
+		echo "$1 ok" >>"$res"
+	else
+		echo "$1 FAIL $(echo "$out" | tail -n 3 | tr '\n' ' ')" >>"$res"
+	fi
+}
+
+# step_ok STEP: the line "STEP ok" is in $STEP_RESULTS, where a script run
+# in another namespace wrote one line per step.
+step_ok() {
+	local line
+	line=$(grep "^$1 " "$STEP_RESULTS" || true)
+	[ -n "$line" ] || fail "step $1 did not run"
+	[ "$line" = "$1 ok" ] || fail "$line"
+}
+
 # Wait up to $2 seconds (default 3) for path $1 to disappear.
 wait_gone() {
 	local i
