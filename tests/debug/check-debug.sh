@@ -77,8 +77,8 @@ set +f
 SUITES= "$here/../harness/run-guest.sh" "$kver" "${suites[@]}" \
 	tests/debug/faults.sh tests/debug/kmemleak.sh
 rc=$?
-if [ -s "$src/.build/results/$kver.totals" ]; then
-	read -r p f s secs <"$src/.build/results/$kver.totals"
+if [ -s "$src/.build/results/${GUEST_RUN_NAME:-$kver}.totals" ]; then
+	read -r p f s secs <"$src/.build/results/${GUEST_RUN_NAME:-$kver}.totals"
 else
 	p=0 f=1 s=0 secs=?
 fi
