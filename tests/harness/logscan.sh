@@ -31,20 +31,25 @@ if [ "${1:-}" = --expected ]; then
 	exit 0
 fi
 
-# Drop the "Call Trace:" line of each OOM report (from "invoked oom-killer"
-# to its "oom-kill:constraint=" line) constrained to a memory cgroup.
+# Drop the "Call Trace:" line of each OOM report constrained to a memory
+# cgroup: from "invoked oom-killer" to its "oom-kill:constraint=" line, or,
+# when the group had no task left to kill (its tasks already dying, a
+# worker charging it), to "Out of memory and no killable processes"; such a
+# report is a group's when it printed the group's statistics.
 drop_memcg_oom_traces() {
 	awk '
-	/invoked oom-killer:/ { inrep = 1; n = 0 }
-	!inrep { print; next }
-	{ buf[++n] = $0 }
-	/oom-kill:constraint=/ {
-		memcg = /constraint=CONSTRAINT_MEMCG/
+	function flush(memcg) {
 		for (i = 1; i <= n; i++)
 			if (!memcg || buf[i] !~ /Call Trace:/)
 				print buf[i]
 		inrep = 0
 	}
+	/invoked oom-killer:/ { inrep = 1; n = 0; stats = 0 }
+	!inrep { print; next }
+	{ buf[++n] = $0 }
+	/Memory cgroup stats for / { stats = 1 }
+	/oom-kill:constraint=/ { flush(/constraint=CONSTRAINT_MEMCG/) }
+	/Out of memory and no killable processes/ { flush(stats) }
 	END { for (i = 1; inrep && i <= n; i++) print buf[i] }'
 }
 

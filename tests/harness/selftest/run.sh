@@ -72,6 +72,9 @@ alloc_report=("[ 1.0] x: vmalloc error: size 32768, vm_struct allocation failed"
 memcg_report=("[ 2.0] x invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL)"
 	"[ 2.1] Call Trace:"
 	"[ 2.2] oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null)")
+memcg_nokill_report=("[ 3.0] kworker/u8:3 invoked oom-killer: gfp_mask=0xc00(GFP_NOIO)"
+	"[ 3.1] Call Trace:" "[ 3.2] Memory cgroup stats for /g:"
+	"[ 3.3] Out of memory and no killable processes...")
 both_declared() {
 	clean_with "injected allocation failure" "${alloc_report[@]}" &&
 		! clean_with "" "${alloc_report[@]}" &&
@@ -80,9 +83,12 @@ both_declared() {
 		! clean_with "injected allocation failure" "[ 1.4] Call Trace:" &&
 		clean_with "memory cgroup OOM kill" "${memcg_report[@]}" &&
 		! clean_with "memory cgroup OOM kill" \
-			"${memcg_report[@]/CONSTRAINT_MEMCG/CONSTRAINT_NONE}"
+			"${memcg_report[@]/CONSTRAINT_MEMCG/CONSTRAINT_NONE}" &&
+		clean_with "memory cgroup OOM kill" "${memcg_nokill_report[@]}" &&
+		! clean_with "memory cgroup OOM kill" \
+			"${memcg_nokill_report[@]/Memory cgroup stats/Mem-Info}"
 }
-expect "a declared allocation failure or memory cgroup OOM report passes; its WARNING, a stray trace or a system-wide OOM fails" \
+expect "a declared allocation failure or memory cgroup OOM report (with a victim or none) passes; its WARNING, a stray trace or a system-wide OOM fails" \
 	both_declared
 expect "only the block layer's errors and the two report kinds can be declared" \
 	[ "$(printf '%s\n' '# loopfs-expect-log: WARNING' \
