@@ -281,7 +281,14 @@ static unsigned int loop_dev_block_size(struct loop_dev *ldev,
 	return SECTOR_SIZE;
 }
 
-/* Caller has the queue frozen or the device unbound. */
+/*
+ * Caller has the queue frozen or the device unbound. The freeze comes
+ * before the queue-limits lock, which the commit takes: a freeze waits for
+ * the requests in flight, which a tenant's stalled backing file holds for
+ * as long as it likes, and everyone who changes this queue's limits takes
+ * that lock, so it is never held across the wait. (The in-tree driver, on
+ * kernels with queue_limits_commit_update_frozen(), takes the lock first.)
+ */
 static noinline int loop_dev_apply_limits(struct loop_dev *ldev,
 					  unsigned int bsize)
 {
