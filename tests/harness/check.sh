@@ -5,7 +5,8 @@
 # cycle and the lint, then a guest row per release (releases.sh), each
 # booting that release's kernel on its own userland: every suite on the
 # oldest (bookworm's 6.1) and the newest, the core set on those between,
-# and `make check-debug` when its debug kernel is cached.
+# and, when its kernel is cached, the debug kernel's row: make check-debug
+# with the suites that drive the module's own code (named below).
 # Prints per-row totals and, as the very last line,
 # "N passed, N failed" (after "N skipped" if any).  Exit status 1 on any
 # failure.
