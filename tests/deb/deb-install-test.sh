@@ -259,11 +259,7 @@ cycle() {
 	check "apt-get install ./loopfs-dkms_${ver}_all.deb ./loopfs-tools_${ver}_$arch.deb" \
 		apt_get install -y "${debs1[@]}"
 	for k in "${kernels[@]}"; do
-		if module_ok "$k" "$ver"; then
-			tap OK "$rel: DKMS installed loopfs.ko $ver for $k, vermagic $k"
-		else
-			tap FAIL "$rel: DKMS installed loopfs.ko $ver for $k, vermagic $k"
-		fi
+		check "DKMS installed loopfs.ko $ver for $k, vermagic $k" module_ok "$k" "$ver"
 	done
 	check "dkms status: loopfs $ver installed for every kernel with headers, nothing else" \
 		dkms_installed_everywhere "$ver"
@@ -306,11 +302,7 @@ cycle() {
 	check "apt-get install the $ver2 packages over $ver" apt_get install -y "${debs2[@]}"
 	check "both packages are at $ver2" packages_at "$ver2"
 	for k in "${kernels[@]}"; do
-		if module_ok "$k" "$ver2"; then
-			tap OK "$rel: rebuilt for $k: loopfs.ko $ver2, vermagic $k"
-		else
-			tap FAIL "$rel: rebuilt for $k: loopfs.ko $ver2, vermagic $k"
-		fi
+		check "rebuilt for $k: loopfs.ko $ver2, vermagic $k" module_ok "$k" "$ver2"
 	done
 	check "dkms status: only $ver2, installed for every kernel" dkms_installed_everywhere "$ver2"
 	check "the $ver source and DKMS tree are gone" \
