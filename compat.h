@@ -18,8 +18,10 @@
 #include <linux/device.h>
 #include <linux/fs.h>
 #include <linux/namei.h>
+#include <linux/pagemap.h>
 #include <linux/sched/mm.h>
 #include <linux/sysctl.h>
+#include <linux/writeback.h>
 
 /* Open modes of a block device were fmode_t bits. */
 #ifndef LOOPFS_HAVE_BLK_MODE_T
@@ -230,6 +232,22 @@ static inline int compat_apply_limits(struct request_queue *q,
 	else
 		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
 	return 0;
+}
+#endif
+
+/* Writeback of a range, started and not waited for. */
+#ifndef LOOPFS_HAVE_FILEMAP_FLUSH_RANGE
+static inline int filemap_flush_range(struct address_space *mapping,
+				      loff_t start, loff_t end)
+{
+	struct writeback_control wbc = {
+		.sync_mode	= WB_SYNC_NONE,
+		.nr_to_write	= LONG_MAX,
+		.range_start	= start,
+		.range_end	= end,
+	};
+
+	return filemap_fdatawrite_wbc(mapping, &wbc);
 }
 #endif
 

@@ -21,6 +21,7 @@ ccflags-y += $(call loopfs_probe,blkdev.h,int queue_limits_commit_update,QUEUE_L
 ccflags-y += $(call loopfs_probe,blkdev.h,static inline bool bdev_rot,BDEV_ROT)
 ccflags-y += $(call loopfs_probe,blk-mq.h,void blk_mq_freeze_queue_nomemsave,FREEZE_MEMFLAGS)
 ccflags-y += $(call loopfs_probe_gone,blk-mq.h,BLK_MQ_F_SHOULD_MERGE,MERGE_BY_DEFAULT)
+ccflags-y += $(call loopfs_probe,fs.h,int filemap_flush_range.struct address_space,FILEMAP_FLUSH_RANGE)
 ccflags-y += $(call loopfs_probe,fs.h,struct timespec64 simple_inode_init_ts,SIMPLE_INODE_INIT_TS)
 ccflags-y += $(call loopfs_probe,fs.h,int inode_lock_killable,INODE_LOCK_KILLABLE)
 ccflags-y += $(call loopfs_probe,fs.h,int .\*create. .struct mnt_idmap,MNT_IDMAP)

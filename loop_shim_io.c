@@ -405,6 +405,50 @@ static void loop_dev_complete_rq(struct request *rq)
 	loop_dev_end_request(cmd, cmd->ret);
 }
 
+#ifdef CONFIG_MEMCG
+/*
+ * The kernel throttles a task that dirties page cache against the dirty
+ * limits of the task's own memory cgroup: for the worker, the root's. The
+ * buffered writes it makes for a submitter dirty the backing file's cache
+ * on the submitter's group, unthrottled: a group near its limit fills with
+ * dirty pages that the worker's reclaim, without I/O, cannot free, and its
+ * writer is OOM-killed where, writing a file itself, it would have been
+ * made to wait. So once the group, or a group above it, is at three
+ * quarters of its limit, the worker starts writeback of what it wrote.
+ */
+static bool loop_dev_memcg_near_limit(struct cgroup_subsys_state *css)
+{
+	struct mem_cgroup *memcg;
+
+	for (memcg = mem_cgroup_from_css(css); memcg;
+	     memcg = parent_mem_cgroup(memcg)) {
+		unsigned long max = READ_ONCE(memcg->memory.max);
+
+		if (max != PAGE_COUNTER_MAX &&
+		    page_counter_read(&memcg->memory) >= max - max / 4)
+			return true;
+	}
+	return false;
+}
+
+static void loop_dev_writeback_for_memcg(struct loop_dev *ldev,
+					 struct loop_dev_cmd *cmd)
+{
+	struct request *rq = blk_mq_rq_from_pdu(cmd);
+
+	if (!cmd->memcg_css || !loop_dev_memcg_near_limit(cmd->memcg_css))
+		return;
+	/* Not waited for: only started, as the flusher would. */
+	filemap_flush_range(ldev->file->f_mapping, cmd->start_pos,
+			    cmd->start_pos + blk_rq_bytes(rq) - 1);
+}
+#else
+static void loop_dev_writeback_for_memcg(struct loop_dev *ldev,
+					 struct loop_dev_cmd *cmd)
+{
+}
+#endif
+
 /*
  * The worker ends a request through blk_mq_complete_request(), as the
  * in-tree driver does, and leaves the CPU to the block layer: right here
@@ -421,6 +465,9 @@ static void loop_dev_serve(struct loop_dev *ldev, struct loop_dev_cmd *cmd)
 		ret = loop_dev_rw(ldev, cmd, false);
 	else
 		ret = loop_dev_do_blocking(ldev, rq);
+	/* Before the request ends: until then the file cannot change. */
+	if (ret >= 0 && cmd->write && !ldev->use_dio)
+		loop_dev_writeback_for_memcg(ldev, cmd);
 	if (ret != -EIOCBQUEUED) {
 		cmd->ret = ret;
 		blk_mq_complete_request(rq);

@@ -39,10 +39,12 @@ root_pkgs=("${userland_pkgs[@]}" gcc make libc6-dev sparse)
 # the newest, which run every suite (docs/tests.md). The suites that meet
 # what a release's userland changes: the ioctl ABI and the instance's
 # life as the C suites drive them, util-linux and e2fsprogs (the shell
-# suites), podman and lxc (the container managers), a detached instance.
+# suites), podman and lxc (the container managers), a detached instance,
+# and fio's writes in a memory cgroup (memory.sh: how fast a release's fio
+# dirties the backing file decided whether its writer survived).
 # Words as SUITES takes them.
 core_suites=(tests/selftests/'*' tests/shell/'*.sh' tests/containers/'*.sh'
-	tests/tools/detached-example.sh)
+	tests/tools/detached-example.sh tests/security/memory.sh)
 
 # release_root RELEASE: the root directory of RELEASE
 release_root() { echo "$LOOPFS_CACHE/roots/$1"; }
