@@ -25,12 +25,23 @@
 #define LOOPFS_DISK_FMT		"loopfs%d-%d"
 
 /*
- * The instance's view of /sys/block, a directory in its root: LOOPFS_NODE_FMT
- * names, each a symlink to LOOPFS_VIEW_TARGET_FMT (relative, as sysfs's own
- * entries are, so it resolves once the directory is bound over /sys/block).
+ * The instance's view of /sys/block, a directory in its root: a directory
+ * per device, named LOOPFS_NODE_FMT, standing for the disk's sysfs
+ * directory LOOPFS_SYSFS_DISK_FMT. Each of the disk's entries is there as
+ * a symlink to it (relative, as sysfs's own links are, so that it resolves
+ * once the view is bound over /sys/block), partitions named as their nodes
+ * (LOOPFS_PART_NODE_FMT) rather than as the host names them.
  */
 #define LOOPFS_VIEW_NAME	"block"
-#define LOOPFS_VIEW_TARGET_FMT	"../devices/virtual/block/" LOOPFS_DISK_FMT
+#define LOOPFS_SYSFS_DISK_FMT	"devices/virtual/block/" LOOPFS_DISK_FMT
+
+/*
+ * The instance's view of /sys/dev/block, a directory in its root: for each
+ * disk and partition of the instance, "MAJ:MIN", a symlink to
+ * "../../block/loop<N>" or "../../block/loop<N>/loop<N>p<M>", that is into
+ * the view of /sys/block once both are bound over sysfs.
+ */
+#define LOOPFS_DEV_VIEW_NAME	"dev-block"
 
 /*
  * Devices each user may create, counted across all of its instances and

@@ -244,9 +244,10 @@ static void bind_host_nodes(const int *fds)
 }
 
 /*
- * The instance's view over /sys/block, so that losetup -a/-j/-D, lsblk and
- * mount's reuse of a bound image find the container's devices by the
- * names its /dev gives them, and nothing else.
+ * The instance's views over /sys/block and /sys/dev/block, so that
+ * losetup -a/-j/-D, lsblk and mount's reuse of a bound image find the
+ * container's devices and partitions by the names its /dev gives them,
+ * and nothing else.
  */
 static void bind_sysblock_view(void)
 {
@@ -254,6 +255,10 @@ static void bind_sysblock_view(void)
 		  MS_BIND, NULL))
 		die("setup: bind /dev/loopfs/" LOOPFS_VIEW_NAME
 		    " over /sys/block: %m");
+	if (mount("/dev/loopfs/" LOOPFS_DEV_VIEW_NAME, "/sys/dev/block", NULL,
+		  MS_BIND, NULL))
+		die("setup: bind /dev/loopfs/" LOOPFS_DEV_VIEW_NAME
+		    " over /sys/dev/block: %m");
 }
 
 /*

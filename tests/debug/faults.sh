@@ -82,7 +82,7 @@ sweep() {
 # The steps of each call that can fail on their own, in the order the
 # call passes them. Every one is marked ALLOW_ERROR_INJECTION in loopfs.
 steps_mount="loopfs_add_node loopfs_add_view"
-steps_add="loopfs_charge loop_dev_create loopfs_add_node loopfs_add_view_link"
+steps_add="loopfs_charge loop_dev_create loopfs_add_node loopfs_add_view_dir"
 steps_configure="loop_dev_may_back loop_dev_apply_limits"
 steps_remove="loop_dev_claim_for_removal"
 
@@ -103,14 +103,14 @@ inject_steps() {
 
 # A LOOP_CTL_ADD whose names cannot be made, while udev holds the new
 # disk open: the disk must go all the same, its name and index free again
-# at once. Only the last step, the view's link, is failed (the node is
+# at once. Only the last step, the view's directory, is failed (the node is
 # made and removed first, which gives udev time to open the disk), over
 # and over until udev held the disk during the failure three times.
 held_add() {
 	local ff=$dbg/fail_function out
 	echo >"$ff/inject"
-	echo loopfs_add_view_link >"$ff/inject"
-	printf '%#x' -5 >"$ff/loopfs_add_view_link/retval"
+	echo loopfs_add_view_dir >"$ff/inject"
+	printf '%#x' -5 >"$ff/loopfs_add_view_dir/retval"
 	out=$("$sweep" "$w/m" "$w/backing" held-add EIO) || {
 		echo "$out" | tail -n 5
 		fail "fault-sweep held-add EIO"

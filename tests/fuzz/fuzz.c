@@ -91,11 +91,14 @@
 	X(read,		EINVAL, EIO, EBADF, ENXIO) \
 	X(write,	EINVAL, EIO, EBADF, ENXIO, EPERM, ENOSPC) \
 	X(write_mbr,	EINVAL, EIO, EBADF, ENXIO, EPERM, ENOSPC) \
-	X(unlink,	ENOENT, EBUSY, EPERM) \
+	/* EISDIR: a device's directory in the view, unlinked as a file. */ \
+	X(unlink,	ENOENT, EBUSY, EPERM, EISDIR) \
 	/* ENOTDIR: the view directory onto an existing node (the VFS says so). */ \
 	X(rename,	ENOENT, EPERM, EBUSY, ENOTDIR) \
 	X(create,	EPERM, ENOENT, EEXIST) \
 	X(sysctl,	EINVAL) \
+	/* ENOENT: no instance, or no such device, mounted there now. */ \
+	X(views,	ENOENT, ENOTDIR) \
 	X(own_bind,	0) \
 	X(own_bad,	0) \
 	X(own_clear,	0) \
@@ -125,6 +128,7 @@ static const int op_weight[OP_MAX] = {
 	[OP_getsize64] = 2, [OP_discard] = 3, [OP_zeroout] = 3,
 	[OP_flsbuf] = 1, [OP_read] = 6, [OP_write] = 6, [OP_write_mbr] = 1,
 	[OP_unlink] = 3, [OP_rename] = 1, [OP_create] = 1, [OP_sysctl] = 1,
+	[OP_views] = 2,
 	[OP_own_bind] = 4, [OP_own_bad] = 2, [OP_own_clear] = 3,
 	[OP_own_io] = 6, [OP_own_rebind] = 2, [OP_own_status] = 2,
 };
@@ -1067,9 +1071,9 @@ static void op_dev(enum op op)
 }
 
 /*
- * A name in an instance root for op_names(): loop-control, the /sys/block
- * view, an entry of the view or a device node. Returns true for the view
- * and its entries, which no call may change.
+ * A name in an instance root for op_names(): loop-control, a view, an
+ * entry of a view or a device node. Returns true for the views and their
+ * entries, which no call may change.
  */
 static bool pick_name(char *p, size_t len)
 {
@@ -1080,12 +1084,18 @@ static bool pick_name(char *p, size_t len)
 		return false;
 	}
 	if (pct < 20) {
-		snprintf(p, len, LOOPFS_VIEW_NAME);
+		snprintf(p, len, chance(50) ? LOOPFS_VIEW_NAME :
+			 LOOPFS_DEV_VIEW_NAME);
+		return true;
+	}
+	if (pct < 30) {
+		snprintf(p, len, LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT,
+			 rnd(MAXIDX));
 		return true;
 	}
 	if (pct < 35) {
-		snprintf(p, len, LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT,
-			 rnd(MAXIDX));
+		snprintf(p, len, LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT "/%s",
+			 rnd(MAXIDX), chance(50) ? "size" : "loop0p1");
 		return true;
 	}
 	snprintf(p, len, LOOPFS_NODE_FMT, rnd(MAXIDX));
@@ -1115,8 +1125,8 @@ static void op_names(enum op op)
 	switch (op) {
 	case OP_unlink:
 		set_cur("unlink %s/%s", mnt[i], p);
-		r = unlinkat(dfd, p, strcmp(p, LOOPFS_VIEW_NAME) ? 0 :
-			     AT_REMOVEDIR);
+		r = unlinkat(dfd, p, strcmp(p, LOOPFS_VIEW_NAME) &&
+			     strcmp(p, LOOPFS_DEV_VIEW_NAME) ? 0 : AT_REMOVEDIR);
 		break;
 	case OP_rename:
 		snprintf(q, sizeof(q), LOOPFS_NODE_FMT, rnd(MAXIDX));
@@ -1139,9 +1149,48 @@ static void op_names(enum op op)
 		}
 	}
 	if (r == 0 && view)
-		wrong_outcome(op, "changed the /sys/block view");
+		wrong_outcome(op, "changed a view");
 	result(op, r, errno, 0);
 	close(dfd);
+}
+
+/*
+ * List a view of an instance, /sys/dev/block's or a device's directory in
+ * /sys/block's, and read its links while other workers add and remove
+ * devices and partitions. A link may go between the listing and the read;
+ * a host name must never be listed.
+ */
+static void op_views(void)
+{
+	char p[PATH_MAX], q[PATH_MAX + NAME_MAX + 2], t[PATH_MAX];
+	int i = rnd(NINST), n = 0, r = 0, e = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (chance(50))
+		snprintf(p, sizeof(p), "%s/" LOOPFS_DEV_VIEW_NAME, mnt[i]);
+	else
+		snprintf(p, sizeof(p), "%s/" LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT,
+			 mnt[i], rnd(MAXIDX));
+	set_cur("list %s", p);
+	d = opendir(p);
+	if (!d) {
+		result(OP_views, -1, errno, 0);
+		return;
+	}
+	while ((de = readdir(d)) && n++ < 64) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!strncmp(de->d_name, "loopfs", 6))
+			wrong_outcome(OP_views, "listed a host name");
+		snprintf(q, sizeof(q), "%s/%s", p, de->d_name);
+		if (readlink(q, t, sizeof(t)) < 0 && errno != ENOENT) {
+			r = -1;
+			e = errno;
+		}
+	}
+	closedir(d);
+	result(OP_views, r, e, 0);
 }
 
 static int write_sysctl(const char *val)
@@ -1655,6 +1704,7 @@ static void do_op(enum op op)
 	case OP_rename:
 	case OP_create: op_names(op); break;
 	case OP_sysctl: op_sysctl(); break;
+	case OP_views: op_views(); break;
 	case OP_own_bind:
 	case OP_own_bad:
 	case OP_own_clear:

@@ -128,8 +128,11 @@ TEST_F(inst, bind_mount_shares_the_instance)
 	close(cc);
 }
 
-/* Entries in @dir, "." and ".." left out; -1 if it cannot be read. */
-static int count_entries(const char *dir)
+/*
+ * Entries of @dir that start with @prefix, "." and ".." left out; -1 if it
+ * cannot be read.
+ */
+static int count_prefixed(const char *dir, const char *prefix)
 {
 	struct dirent *de;
 	int n = 0;
@@ -139,18 +142,24 @@ static int count_entries(const char *dir)
 	if (!d)
 		return -1;
 	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") &&
+		    !strncmp(de->d_name, prefix, strlen(prefix)))
 			n++;
 	closedir(d);
 	return n;
 }
 
-TEST_F(inst, root_dir_holds_only_loop_control_and_the_view_with_right_modes_and_owner)
+static int count_entries(const char *dir)
+{
+	return count_prefixed(dir, "");
+}
+
+TEST_F(inst, root_dir_holds_only_loop_control_and_the_views_with_right_modes_and_owner)
 {
 	struct stat st;
 	struct dirent *de;
 	char p[PATH_MAX];
-	int n = 0;
+	int n = 0, i;
 	DIR *d;
 
 	ASSERT_EQ(0, stat(self->a, &st));
@@ -166,26 +175,30 @@ TEST_F(inst, root_dir_holds_only_loop_control_and_the_view_with_right_modes_and_
 	ASSERT_EQ(0, st.st_uid);
 	ASSERT_EQ(0, st.st_gid);
 
-	snprintf(p, sizeof(p), "%s/" LOOPFS_VIEW_NAME, self->a);
-	ASSERT_EQ(0, lstat(p, &st));
-	ASSERT_TRUE(S_ISDIR(st.st_mode));
-	ASSERT_EQ(0555, st.st_mode & 07777);
-	ASSERT_EQ(0, st.st_uid);
-	ASSERT_EQ(0, st.st_gid);
+	/* The views, empty at first. */
+	for (i = 0; i < 2; i++) {
+		snprintf(p, sizeof(p), "%s/%s", self->a,
+			 i ? LOOPFS_DEV_VIEW_NAME : LOOPFS_VIEW_NAME);
+		ASSERT_EQ(0, lstat(p, &st));
+		ASSERT_TRUE(S_ISDIR(st.st_mode));
+		ASSERT_EQ(0555, st.st_mode & 07777);
+		ASSERT_EQ(0, st.st_uid);
+		ASSERT_EQ(0, st.st_gid);
+		ASSERT_EQ(0, count_entries(p));
+	}
 
 	d = opendir(self->a);
 	ASSERT_NE(NULL, d);
 	while ((de = readdir(d))) {
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		if (strcmp(de->d_name, LOOPFS_VIEW_NAME))
+		if (strcmp(de->d_name, LOOPFS_VIEW_NAME) &&
+		    strcmp(de->d_name, LOOPFS_DEV_VIEW_NAME))
 			EXPECT_STREQ(LOOPFS_CONTROL_NAME, de->d_name);
 		n++;
 	}
 	closedir(d);
-	ASSERT_EQ(2, n);
-	/* The view starts empty. */
-	ASSERT_EQ(0, count_entries(p));
+	ASSERT_EQ(3, n);
 }
 
 TEST_F(inst, device_nodes_are_block_0600_root_on_our_major)
@@ -235,35 +248,53 @@ TEST_F(inst, readdir_lists_devices_in_the_instance)
 			seen |= 4;
 		else if (!strcmp(de->d_name, LOOPFS_VIEW_NAME))
 			seen |= 16;
+		else if (!strcmp(de->d_name, LOOPFS_DEV_VIEW_NAME))
+			seen |= 32;
 		else if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
 			seen |= 8;
 	}
 	closedir(d);
-	ASSERT_EQ(1 | 2 | 4 | 16, seen);
+	ASSERT_EQ(1 | 2 | 4 | 16 | 32, seen);
 }
 
-/* The view's loop<N> of @dir names the sysfs directory of its node. */
-static int view_link_matches(const char *dir, int index)
+/* @path's symlink target is @want. */
+static int link_is(const char *path, const char *want)
 {
-	char p[PATH_MAX], target[PATH_MAX], want[PATH_MAX], disk[64];
+	char target[PATH_MAX];
 	ssize_t n;
+
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return 0;
+	target[n] = 0;
+	return !strcmp(target, want);
+}
+
+/*
+ * The view's loop<N> of @dir stands for the sysfs directory of its node: a
+ * 0555 directory of the instance root's, as many entries as sysfs's
+ * directory has, each a symlink into it (dev checked).
+ */
+static int view_dir_matches(const char *dir, int index)
+{
+	char p[PATH_MAX], want[PATH_MAX], disk[64];
+	struct stat st;
 
 	lfs_devpath(p, sizeof(p), dir, index);
 	if (disk_name_of(p, disk, sizeof(disk)))
 		return 0;
-	/* Exactly what sysfs's own /sys/block entry says. */
-	snprintf(p, sizeof(p), "/sys/block/%s", disk);
-	n = readlink(p, want, sizeof(want) - 1);
-	if (n < 0)
-		return 0;
-	want[n] = 0;
 	snprintf(p, sizeof(p), "%s/" LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT,
 		 dir, index);
-	n = readlink(p, target, sizeof(target) - 1);
-	if (n < 0)
+	if (lstat(p, &st) || !S_ISDIR(st.st_mode) ||
+	    (st.st_mode & 07777) != 0555 || st.st_uid)
 		return 0;
-	target[n] = 0;
-	return !strcmp(want, target);
+	snprintf(want, sizeof(want), "/sys/devices/virtual/block/%s", disk);
+	if (count_entries(p) != count_entries(want))
+		return 0;
+	/* Relative, to resolve once the view is bound over /sys/block. */
+	snprintf(want, sizeof(want), "../../devices/virtual/block/%s/dev", disk);
+	strcat(p, "/dev");
+	return link_is(p, want);
 }
 
 TEST_F(inst, view_links_each_device_to_its_sysfs_dir_and_follows_add_remove)
@@ -276,15 +307,15 @@ TEST_F(inst, view_links_each_device_to_its_sysfs_dir_and_follows_add_remove)
 	ASSERT_EQ(7, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 7)));
 	ASSERT_EQ(3, R(ioctl(self->ctl_b, LOOP_CTL_ADD, 3)));
 	ASSERT_EQ(2, count_entries(v));
-	ASSERT_TRUE(view_link_matches(self->a, 0));
-	ASSERT_TRUE(view_link_matches(self->a, 7));
+	ASSERT_TRUE(view_dir_matches(self->a, 0));
+	ASSERT_TRUE(view_dir_matches(self->a, 7));
 	snprintf(p, sizeof(p), "%s/loop7", v);
 	ASSERT_EQ(0, lstat(p, &st));
-	ASSERT_TRUE(S_ISLNK(st.st_mode));
+	ASSERT_TRUE(S_ISDIR(st.st_mode));
 	ASSERT_EQ(0, st.st_uid);
 	/* The other instance's device is in its own view only. */
 	ASSERT_FALSE(path_exists("%s/loop3", v));
-	ASSERT_TRUE(view_link_matches(self->b, 3));
+	ASSERT_TRUE(view_dir_matches(self->b, 3));
 	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_REMOVE, 7)));
 	ASSERT_EQ(1, count_entries(v));
 	lfs_devpath(p, sizeof(p), self->a, 0);
@@ -331,10 +362,32 @@ static int saw_event(int fd, char *log, size_t len, int wd,
 	}
 }
 
+/*
+ * Device 0 of instance @dir bound to a fresh MBR image @img with a
+ * partition scan: its open fd, or -1.
+ */
+static int bind_partitioned(const char *dir, const char *img)
+{
+	struct loop_config cfg = { .info.lo_flags = LO_FLAGS_PARTSCAN };
+	int dev;
+
+	if (make_mbr_image(img))
+		return -1;
+	cfg.fd = open(img, O_RDWR | O_CLOEXEC);
+	if (cfg.fd < 0)
+		return -1;
+	dev = lfs_open_dev(dir, 0, O_RDWR);
+	if (dev >= 0 && ioctl(dev, LOOP_CONFIGURE, &cfg)) {
+		close(dev);
+		dev = -1;
+	}
+	close(cfg.fd);
+	return dev;
+}
+
 TEST_F(inst, inotify_sees_nodes_and_view_links_come_and_go)
 {
 	char v[PATH_MAX], img[PATH_MAX], log[8192] = "";
-	struct loop_config cfg = { 0 };
 	int in, root, view, dev;
 
 	snprintf(v, sizeof(v), "%s/" LOOPFS_VIEW_NAME, self->a);
@@ -353,14 +406,8 @@ TEST_F(inst, inotify_sees_nodes_and_view_links_come_and_go)
 			      2000)) TH_LOG("events: %s", log);
 
 	/* Partition nodes come with the scan and go with the clear. */
-	ASSERT_EQ(0, make_mbr_image(img));
-	cfg.fd = open(img, O_RDWR | O_CLOEXEC);
-	ASSERT_LE(0, cfg.fd);
-	cfg.info.lo_flags = LO_FLAGS_PARTSCAN;
-	dev = lfs_open_dev(self->a, 0, O_RDWR);
+	dev = bind_partitioned(self->a, img);
 	ASSERT_LE(0, dev);
-	ASSERT_EQ(0, R(ioctl(dev, LOOP_CONFIGURE, &cfg)));
-	close(cfg.fd);
 	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "create", "loop0p1",
 			      2000)) TH_LOG("events: %s", log);
 	EXPECT_TRUE(saw_event(in, log, sizeof(log), root, "create", "loop0p2",
@@ -380,31 +427,109 @@ TEST_F(inst, inotify_sees_nodes_and_view_links_come_and_go)
 	close(in);
 }
 
+TEST_F(inst, views_name_partitions_as_the_instance_nodes_do)
+{
+	char v[PATH_MAX], dv[PATH_MAX], img[PATH_MAX], p[PATH_MAX];
+	char want[PATH_MAX], disk[64];
+	struct stat st;
+	int dev, part, vfd;
+
+	snprintf(v, sizeof(v), "%s/" LOOPFS_VIEW_NAME "/loop0", self->a);
+	snprintf(dv, sizeof(dv), "%s/" LOOPFS_DEV_VIEW_NAME, self->a);
+	snprintf(img, sizeof(img), "%s.img", self->a);
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	dev = bind_partitioned(self->a, img);
+	ASSERT_LE(0, dev);
+	lfs_devpath(p, sizeof(p), self->a, 0);
+	ASSERT_EQ(0, disk_name_of(p, disk, sizeof(disk)));
+	ASSERT_EQ(0, stat(p, &st));
+	snprintf(p, sizeof(p), "%s/%u:%u", dv, major(st.st_rdev),
+		 minor(st.st_rdev));
+	EXPECT_TRUE(link_is(p, "../../" LOOPFS_VIEW_NAME "/loop0"));
+
+	for (part = 1; part <= 2; part++) {
+		snprintf(p, sizeof(p), "%s/loop0p%d", v, part);
+		snprintf(want, sizeof(want),
+			 "../../devices/virtual/block/%s/%sp%d", disk, disk,
+			 part);
+		EXPECT_TRUE(link_is(p, want)) TH_LOG("%s", p);
+		snprintf(p, sizeof(p), "%s/loop0p%d", self->a, part);
+		ASSERT_EQ(0, stat(p, &st));
+		snprintf(p, sizeof(p), "%s/%u:%u", dv, major(st.st_rdev),
+			 minor(st.st_rdev));
+		snprintf(want, sizeof(want),
+			 "../../" LOOPFS_VIEW_NAME "/loop0/loop0p%d", part);
+		EXPECT_TRUE(link_is(p, want)) TH_LOG("%s", p);
+	}
+	/* Listed under the nodes' names, never the host's. */
+	EXPECT_EQ(2, count_prefixed(v, "loop0p"));
+	EXPECT_EQ(0, count_prefixed(v, disk));
+	EXPECT_FALSE(path_exists("%s/%sp1", v, disk));
+	EXPECT_FALSE(path_exists("%s/loop0p3", v));
+	EXPECT_EQ(3, count_entries(dv));
+
+	ASSERT_EQ(0, R(ioctl(dev, LOOP_CLR_FD, 0)));
+	close(dev);
+	EXPECT_EQ(0, count_prefixed(v, "loop0p"));
+	EXPECT_FALSE(path_exists("%s/loop0p1", v));
+	EXPECT_EQ(1, count_entries(dv));
+	/* A removed device's directory, still open, shows nothing more. */
+	vfd = open(v, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ASSERT_LE(0, vfd);
+	EXPECT_EQ(0, faccessat(vfd, "dev", F_OK, AT_SYMLINK_NOFOLLOW));
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_REMOVE, 0)));
+	EXPECT_EQ(0, count_entries(dv));
+	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
+	EXPECT_EQ(-ENOENT, R(faccessat(vfd, "dev", F_OK, AT_SYMLINK_NOFOLLOW)));
+	close(vfd);
+	EXPECT_TRUE(view_dir_matches(self->a, 0));
+	unlink(img);
+}
+
+/* No file, directory, symlink or FIFO can be made at @p: EPERM for each. */
+static int creation_refused(const char *p)
+{
+	int fd = open(p, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	return errno == EPERM && R(mkdir(p, 0755)) == -EPERM &&
+	       R(symlink("size", p)) == -EPERM &&
+	       R(mknod(p, S_IFIFO | 0600, 0)) == -EPERM;
+}
+
 TEST_F(inst, view_cannot_be_written_or_removed)
 {
 	char v[PATH_MAX], p[PATH_MAX], q[PATH_MAX];
-	int fd;
 
 	snprintf(v, sizeof(v), "%s/" LOOPFS_VIEW_NAME, self->a);
 	ASSERT_EQ(0, R(ioctl(self->ctl_a, LOOP_CTL_ADD, 0)));
 	snprintf(p, sizeof(p), "%s/new", v);
-	fd = open(p, O_CREAT | O_RDWR, 0600);
-	EXPECT_EQ(-1, fd);
-	EXPECT_EQ(EPERM, errno);
-	EXPECT_EQ(-EPERM, R(mkdir(p, 0755)));
-	EXPECT_EQ(-EPERM, R(symlink("../devices/virtual/block/loop0", p)));
-	EXPECT_EQ(-EPERM, R(mknod(p, S_IFIFO | 0600, 0)));
+	EXPECT_TRUE(creation_refused(p));
 	snprintf(q, sizeof(q), "%s/loop0", v);
-	EXPECT_EQ(-EPERM, R(unlink(q)));
+	EXPECT_EQ(-EISDIR, R(unlink(q)));
+	EXPECT_EQ(-EPERM, R(rmdir(q)));
 	EXPECT_EQ(-EPERM, R(rename(q, p)));
 	EXPECT_EQ(-EPERM, R(link(q, p)));
 	EXPECT_EQ(-EPERM, R(rmdir(v)));
+	/* Nor in a device's directory, nor in the view of /sys/dev/block. */
+	snprintf(p, sizeof(p), "%s/loop0/new", v);
+	EXPECT_TRUE(creation_refused(p));
+	snprintf(p, sizeof(p), "%s/loop0/size", v);
+	EXPECT_EQ(-EPERM, R(unlink(p)));
+	snprintf(p, sizeof(p), "%s/" LOOPFS_DEV_VIEW_NAME "/1:1", self->a);
+	EXPECT_TRUE(creation_refused(p));
+	snprintf(p, sizeof(p), "%s/" LOOPFS_DEV_VIEW_NAME, self->a);
+	EXPECT_EQ(-EPERM, R(rmdir(p)));
+	snprintf(p, sizeof(p), "%s/new", v);
 	EXPECT_EQ(-EISDIR, R(unlink(v)));
 	snprintf(q, sizeof(q), "%s/view", self->a);
 	EXPECT_EQ(-EPERM, R(rename(v, q)));
 	ASSERT_FALSE(path_exists("%s", p));
 	ASSERT_EQ(1, count_entries(v));
-	ASSERT_TRUE(view_link_matches(self->a, 0));
+	ASSERT_TRUE(view_dir_matches(self->a, 0));
 }
 
 TEST_F(inst, creating_files_dirs_symlinks_nodes_in_root_fails_eperm)

@@ -26,7 +26,7 @@ setup_tmpfs_dev_with_instance() {
 	# Replace the standard loop control file with the ones from loopfs
 	ln -sf /dev/loopfs/loop-control /dev/loop-control
 	[ -c /dev/loopfs/loop-control ] || fail "no loop-control in the instance"
-	[ "$(ls /dev/loopfs | paste -sd " ")" = "block loop-control" ] || fail "instance not just loop-control and the view: $(ls /dev/loopfs | paste -sd " ")"
+	[ "$(ls /dev/loopfs | paste -sd " ")" = "block dev-block loop-control" ] || fail "instance not just loop-control and the views: $(ls /dev/loopfs | paste -sd " ")"
 }
 
 losetup_f_prints_dev_loop0() {

@@ -5,10 +5,11 @@
 # partition is (partx -d, losetup -d, the last close of an autoclear
 # device), with no listing of the instance in between; watchers of the
 # instance hear of them. Then the same in a container-like layout (tmpfs
-# /dev linked into the instance, the view bound over /sys/block): parted,
-# mkfs.vfat on /dev/loop0p1 and a mount; and as the unprivileged uid in
-# unshare -Urm (partition scanning allowed for containers, the default),
-# where BLKPG is refused and the scan, mkfs.vfat and the clear work.
+# /dev linked into the instance, the views bound over /sys/block and
+# /sys/dev/block): parted, lsblk, mkfs.vfat on /dev/loop0p1 and a mount;
+# and as the unprivileged uid in unshare -Urm (partition scanning allowed
+# for containers, the default), where BLKPG is refused and the scan,
+# mkfs.vfat and the clear work.
 # loopfs-timeout: 300
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -103,21 +104,21 @@ fcntl.ioctl(fd, 0x4C80, 0)' "$lf/loop-control"
 scan_makes_partition_nodes() {
 	present "$lf/loop0p1" "$lf/loop0p2" "$lf/loop0p3"
 	expect_eq 600 "$(stat -c %a "$lf/loop0p2")" "partition node mode"
-	expect_eq "block loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after losetup -P"
+	expect_eq "block dev-block loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after losetup -P"
 }
 
 blkpg_delete_drops_the_node() {
 	partx -d --nr 2 "$lf/loop0"
 	absent "$lf/loop0p2"
 	present "$lf/loop0p1" "$lf/loop0p3"
-	expect_eq "block loop-control loop0 loop0p1 loop0p3 " "$(nodes)" "nodes after partx -d 2"
+	expect_eq "block dev-block loop-control loop0 loop0p1 loop0p3 " "$(nodes)" "nodes after partx -d 2"
 }
 
 blkpg_add_brings_the_node_back() {
 	partx -a --nr 2 "$lf/loop0"
 	present "$lf/loop0p2"
 	dd if="$lf/loop0p2" of=/dev/null bs=4k count=1 status=none
-	expect_eq "block loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after partx -a 2"
+	expect_eq "block dev-block loop-control loop0 loop0p1 loop0p2 loop0p3 " "$(nodes)" "nodes after partx -a 2"
 }
 
 # Through the host's node no node of the instance is involved: the sync
@@ -149,7 +150,7 @@ blkrrpart_nodes_follow() {
 	blockdev --rereadpt "$lf/loop0"
 	absent "$lf/loop0p2" "$lf/loop0p3" "$lf/loop0p4"
 	present "$lf/loop0p1"
-	expect_eq "block loop-control loop0 loop0p1 " "$(nodes)" "nodes after the second rescan"
+	expect_eq "block dev-block loop-control loop0 loop0p1 " "$(nodes)" "nodes after the second rescan"
 }
 
 watchers_see_partition_nodes() {
@@ -167,14 +168,14 @@ watchers_see_partition_nodes() {
 clearing_the_device_removes_partition_nodes() {
 	losetup -d "$lf/loop0"
 	absent "$lf/loop0p1"
-	expect_eq "block loop-control loop0 " "$(nodes)" "nodes after losetup -d"
+	expect_eq "block dev-block loop-control loop0 " "$(nodes)" "nodes after losetup -d"
 }
 
 last_close_of_autoclear_device_removes_nodes() {
 	printf 'label: gpt\n,16M\n,16M\n' | sfdisk -q "$img"
 	python3 "$work/autoclear.py" "$lf/loop0" "$img" "$lf/loop0p2"
 	absent "$lf/loop0p1"
-	expect_eq "block loop-control loop0 " "$(nodes)" "nodes after the last close"
+	expect_eq "block dev-block loop-control loop0 " "$(nodes)" "nodes after the last close"
 	umount "$lf"
 }
 
@@ -250,20 +251,20 @@ container_layout() {
 	truncate -s 64M "$work/blank.img"
 	setup_private_dev_with_instance 4
 	mount --bind /dev/loopfs/block /sys/block
+	mount --bind /dev/loopfs/dev-block /sys/dev/block
 	expect_eq /dev/loop0 "$(losetup -P --show -f "$work/blank.img")" "losetup -P --show -f"
 	absent /dev/loopfs/loop0p1
 }
 
 parted_makes_nodes() {
-	local disk
 	parted -s /dev/loop0 mklabel gpt mkpart p1 1MiB 24MiB mkpart p2 24MiB 100%
 	present /dev/loopfs/loop0p1 /dev/loopfs/loop0p2
-	disk=$(basename "$(readlink /sys/block/loop0)")
-	expect_eq "$(cat "/sys/block/loop0/${disk}p1/dev")" \
+	expect_eq "$(cat /sys/block/loop0/loop0p1/dev)" \
 		"$(stat -c '%Hr:%Lr' /dev/loopfs/loop0p1)" "device number of loop0p1"
-	expect_eq "$(cat "/sys/block/loop0/${disk}p2/dev")" \
+	expect_eq "$(cat /sys/block/loop0/loop0p2/dev)" \
 		"$(stat -c '%Hr:%Lr' /dev/loopfs/loop0p2)" "device number of loop0p2"
-	expect_eq 2 "$(cat "/sys/block/loop0/${disk}p2/partition")" "the view's partition 2"
+	expect_eq 2 "$(cat /sys/block/loop0/loop0p2/partition)" "the view's partition 2"
+	expect_eq "loop0 loop0p1 loop0p2" "$(lsblk -l -n -o NAME /dev/loop0 | xargs)" "lsblk"
 }
 
 mkfs_vfat() {
@@ -289,11 +290,9 @@ mount_vfat() {
 }
 
 partx_delete_in_container() {
-	local disk
 	partx -d --nr 2 /dev/loop0
 	absent /dev/loopfs/loop0p2
-	disk=$(basename "$(readlink /sys/block/loop0)")
-	[ ! -e "/sys/block/loop0/${disk}p2" ] || fail "the view still shows ${disk}p2"
+	[ ! -e /sys/block/loop0/loop0p2 ] || fail "the view still shows loop0p2"
 	partx -a --nr 2 /dev/loop0
 	present /dev/loopfs/loop0p2
 }
@@ -320,8 +319,8 @@ run_test "unprivileged uid: mkfs.vfat on /dev/loop0p1, fsck.vfat clean" step_ok 
 run_test "unprivileged uid: BLKPG (partx -d) is refused and the node stays" step_ok blkpg_refused
 run_test "unprivileged uid: losetup -d removes the partition nodes before it returns" step_ok detach
 run_test "unprivileged uid: the last close of an autoclear device removes its partition nodes" step_ok autoclear
-run_test "container layout: losetup -P --show -f gives /dev/loop0, view bound over /sys/block" container_layout
-run_test "container layout: parted mklabel gpt + 2 partitions; loop0p1/loop0p2 exist when parted returns, view agrees" parted_makes_nodes
+run_test "container layout: losetup -P --show -f gives /dev/loop0, views bound over /sys/block and /sys/dev/block" container_layout
+run_test "container layout: parted mklabel gpt + 2 partitions; loop0p1/loop0p2 exist when parted returns, the view and lsblk name them so" parted_makes_nodes
 run_test "container layout: mkfs.vfat on /dev/loop0p1 (a symlink to the node), fsck.vfat clean" mkfs_vfat
 if vfat_mounts; then
 	run_test "container layout: the vfat on /dev/loop0p1 mounts; a file written reads back after a remount" mount_vfat

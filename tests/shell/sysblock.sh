@@ -1,11 +1,12 @@
 #!/bin/bash
-# The instance's /sys/block view, bound over /sys/block in a container-like
-# mount namespace (tmpfs /dev, loop-control and loop<N> symlinked into the
-# instance): util-linux's sysfs-driven commands (losetup -a/-l/-j/-D,
-# lsblk, mount's reuse of a device already mapping the image) see the
-# instance's devices under its names and nothing of the host's; the view
-# follows the devices, cannot be written, and works the same for the root
-# of an unprivileged user namespace.
+# The instance's views of /sys/block and /sys/dev/block, bound over them in
+# a container-like mount namespace (tmpfs /dev, loop-control and loop<N>
+# symlinked into the instance): util-linux's sysfs-driven commands
+# (losetup -a/-l/-j/-D, lsblk, mount's reuse of a device already mapping
+# the image) see the instance's devices, and their partitions, under the
+# instance's names and nothing of the host's; the views follow the devices
+# and partitions, cannot be written, and work the same for the root of an
+# unprivileged user namespace.
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
 in_private_mount_ns "$@"
@@ -14,6 +15,11 @@ uid=${LOOPFS_UNPRIV_UID:-1000}
 w=$(mktemp -d /tmp/loopfs-sysblock.XXXXXX)
 chmod 0755 "$w"
 V=/dev/loopfs/block
+
+DV=/dev/loopfs/dev-block
+
+# MAJ:MIN of block node $1.
+devnum() { stat -L -c '%Hr:%Lr' "$1"; }
 
 # Names in /sys/block, on one line.
 sysblock() { ls -1 /sys/block | paste -sd ' '; }
@@ -90,9 +96,16 @@ container_without_view_leaks() {
 
 bind_view() {
 	expect_eq "0 0 555 directory" "$(stat -c '%u %g %a %F' $V)" "the view"
+	expect_eq "0 0 555 directory" "$(stat -c '%u %g %a %F' $DV)" "the view of /sys/dev/block"
 	mount --bind $V /sys/block
+	mount --bind $DV /sys/dev/block
 	expect_eq /dev/loop1 "$(losetup --show -f "$w/b.img")" "losetup --show -f"
 	expect_eq "loop0 loop1" "$(sysblock)" "/sys/block"
+	expect_eq "0 0 555 directory" "$(stat -c '%u %g %a %F' /sys/block/loop0)" "/sys/block/loop0"
+	expect_eq "$(devnum /dev/loop0) $(devnum /dev/loop1)" \
+		"$(ls /sys/dev/block | sort -t: -k1,1n -k2,2n | xargs)" "/sys/dev/block"
+	expect_eq ../../block/loop1 "$(readlink "/sys/dev/block/$(devnum /dev/loop1)")" \
+		"/sys/dev/block/MAJ:MIN of loop1"
 }
 
 listing_names_only_ours() {
@@ -173,24 +186,44 @@ assert not os.path.lexists("/sys/block/loop5"), "loop5 left after REMOVE"'
 	expect_eq "loop0" "$(sysblock)" "/sys/block after GET_FREE"
 }
 
-# Partitions live in the disk's real sysfs directory, under its host name.
-partitions_follow_under_host_names() {
-	local disk
+# The view's loop0 lists the disk's partitions under their nodes' names,
+# never the host's, and /sys/dev/block leads to them: lsblk draws the tree
+# with the container's names.
+partitions_under_container_names() {
+	local disk p1
 	losetup -P /dev/loop0 "$w/parts.img"
-	disk=$(basename "$(readlink /sys/block/loop0)")
-	[ -e "/sys/block/loop0/${disk}p1" ] || fail "no ${disk}p1 under loop0"
-	echo "DIAG: lsblk: $(lsblk -l -n -o NAME | xargs)"
-	expect_eq "loop0 ${disk}p1" "$(lsblk -l -n -o NAME | xargs)" "lsblk"
+	disk=$(basename "$(dirname "$(readlink /sys/block/loop0/dev)")")
+	case $disk in
+	loopfs*) ;;
+	*) fail "/sys/block/loop0/dev leads to '$disk'" ;;
+	esac
+	p1=$(devnum /dev/loopfs/loop0p1)
+	expect_eq "$p1" "$(cat /sys/block/loop0/loop0p1/dev)" "loop0p1/dev"
+	expect_eq 1 "$(cat /sys/block/loop0/loop0p1/partition)" "loop0p1/partition"
+	expect_eq loop0p1 "$(ls /sys/block/loop0 | grep -E '^loop.*p[0-9]+$' | xargs)" \
+		"partitions listed under loop0"
+	[ ! -e "/sys/block/loop0/${disk}p1" ] || fail "the host name ${disk}p1 resolves in the view"
+	expect_eq ../../block/loop0/loop0p1 "$(readlink "/sys/dev/block/$p1")" \
+		"/sys/dev/block/$p1"
+	echo "DIAG: lsblk: $(lsblk -n -o NAME,MAJ:MIN,TYPE /dev/loop0 | xargs)"
+	expect_eq "loop0 loop0p1" "$(lsblk -l -n -o NAME | xargs)" "lsblk"
+	expect_eq "loop0p1 loop0" "$(lsblk -l -n -o NAME,PKNAME /dev/loop0 | awk '$2' | xargs)" \
+		"lsblk's parent of loop0p1"
 	partx -d --nr 1 /dev/loop0
-	[ ! -e "/sys/block/loop0/${disk}p1" ] || fail "${disk}p1 still under loop0 after partx -d"
+	[ ! -e /sys/block/loop0/loop0p1 ] || fail "loop0p1 still under loop0 after partx -d"
+	[ ! -e "/sys/dev/block/$p1" ] || fail "/sys/dev/block/$p1 still there after partx -d"
 	losetup -d /dev/loop0
 }
 
 view_cannot_be_written() {
 	local t
 	for t in "touch /sys/block/new" "mkdir /sys/block/dir" "ln -s loop0 /sys/block/loop9" \
-		"rm -f /sys/block/loop0" "mv /sys/block/loop0 /sys/block/loop9" \
-		"rmdir $V" "rm -rf $V" "mv $V /dev/loopfs/view"; do
+		"rm -rf /sys/block/loop0" "mv /sys/block/loop0 /sys/block/loop9" \
+		"rmdir $V" "rm -rf $V" "mv $V /dev/loopfs/view" \
+		"touch /sys/block/loop0/new" "rm -f /sys/block/loop0/size" \
+		"ln -s size /sys/block/loop0/size2" "rmdir /sys/block/loop0" \
+		"touch /sys/dev/block/1:1" "rm -f /sys/dev/block/$(devnum /dev/loop0)" \
+		"rmdir $DV" "mv $DV /dev/loopfs/view"; do
 		if $t 2>"$w/err"; then
 			fail "$t succeeded"
 		fi
@@ -209,7 +242,7 @@ teardown_takes_everything() {
 		mount -t loop loop "$1"
 		mount --bind "$1/block" /sys/block
 		python3 -c "import fcntl, os, sys; fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), 0x4C80, 3)" "$1/loop-control"
-		basename "$(readlink /sys/block/loop3)"' sh "$w/t")
+		basename "$(dirname "$(readlink /sys/block/loop3/dev)")"' sh "$w/t")
 	case $disk in
 	loopfs*) ;;
 	*) fail "no loop3 in the view: '$disk'" ;;
@@ -226,6 +259,7 @@ w=$1 u=$1/u
 userns_private_dev
 echo "view $(stat -c '%u %g %a' /dev/loopfs/block)"
 mount --bind /dev/loopfs/block /sys/block
+mount --bind /dev/loopfs/dev-block /sys/dev/block
 echo "dev $(losetup --show -f "$u/img")"
 echo "list $(losetup -l -n -O NAME,BACK-FILE | xargs)"
 echo "lsblk $(lsblk -a -l -n -o NAME | xargs)"
@@ -254,14 +288,14 @@ unprivileged_view() {
 tap_plan 13
 run_test "host side: a stock device and another instance's device bound; stock mount -o loop of a bound image" host_side
 run_test "without the view lsblk in the container lists the host's and other instances' disks (control)" container_without_view_leaks
-run_test "the view is a 0555 directory of the instance root; bound over /sys/block it lists loop0 loop1" bind_view
+run_test "the views are 0555 directories of the instance root; bound over /sys/block and /sys/dev/block they list loop0 loop1" bind_view
 run_test "losetup -a/-l/-j name only the instance's devices, by container names" listing_names_only_ours
 run_test "lsblk names only the instance's devices" lsblk_names_only_ours
 run_test "/sys/block/loop<N>/loop, size, queue, dev are the device's by container index" sysfs_by_container_index
 run_test "mount -o loop of a bound image does what it does on the stock driver; blkid" mount_reuse_like_stock
 run_test "losetup -D leaves nothing of the instance bound and nothing else touched" detach_all_leaves_nothing
 run_test "the view follows LOOP_CTL_ADD/REMOVE, unlink of nodes and GET_FREE creation" view_follows_devices
-run_test "partitions appear under loop0 with the host-wide name loopfs<I>-<N>p<M>, and go" partitions_follow_under_host_names
+run_test "partitions appear under loop0 as loop0p<M>, in /sys/dev/block and in lsblk's tree, and go" partitions_under_container_names
 run_test "nothing can be created, removed or renamed in the view, nor the view itself (EPERM)" view_cannot_be_written
 run_test "an instance's teardown removes its view and its devices" teardown_takes_everything
 run_test "root of an unprivileged user namespace: the view is its own, losetup/lsblk see only its device" unprivileged_view
