@@ -75,6 +75,7 @@ setup() {
 inside='
 truncate -s 32M /tmp/img
 echo "control $(readlink /dev/loop-control)"
+echo "partition links $(readlink /dev/loop0p1) $(ls /dev | grep -c "^loop[0-9]*p")"
 echo "bound $(losetup --show -f /tmp/img)"
 printf lxc-data | dd of=/dev/loop0 conv=fsync status=none
 echo "file $(head -c 8 /tmp/img)"
@@ -117,6 +118,8 @@ privileged() {
 	echo "$out"
 	expect_in "owner 0" "$out" "loop-control's owner on the host"
 	expect_in "control loopfs/loop-control" "$out" "/dev/loop-control"
+	# max=4 devices, 15 partitions each (the default).
+	expect_in "partition links loopfs/loop0p1 60" "$out" "/dev/loop<N>p<M>"
 	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
 	expect_in "file lxc-data" "$out" "raw write through the device"
 	expect_in "list /dev/loop0 /tmp/img;" "$out" "losetup -l"

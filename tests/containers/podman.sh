@@ -351,6 +351,61 @@ hook_refuses_image_dev() {
 	expect_eq 0 "$(findmnt -n -t loop | wc -l)" "loopfs mounts"
 }
 
+# The host's devtmpfs as the container's /dev: its loop names are the
+# host's devices, and the hook would change the host's /dev. Refused, and
+# nothing there changed.
+hook_refuses_devtmpfs_dev() {
+	local b=$w/devtmpfs out
+	mkdir -p "$b/rootfs/dev"
+	mount -t devtmpfs devtmpfs "$b/rootfs/dev"
+	jq -n --arg r "$b/rootfs" '{root: {path: $r}}' >"$b/config.json"
+	jq -n --arg b "$b" '{bundle: $b, pid: 0, annotations: {}}' >"$b/state"
+	if out=$("$hook" <"$b/state" 2>&1); then
+		umount "$b/rootfs/dev"
+		fail "the hook accepted a devtmpfs dev: $out"
+	fi
+	echo "$out"
+	[ -b "$b/rootfs/dev/$(basename "$hostdev")" ] ||
+		fail "the host's $(basename "$hostdev") went from its devtmpfs"
+	[ ! -e "$b/rootfs/dev/loopfs" ] || fail "the hook made $b/rootfs/dev/loopfs"
+	umount "$b/rootfs/dev"
+	expect_in "is a devtmpfs" "$out" "the reason"
+	expect_eq 0 "$(findmnt -n -t loop | wc -l)" "loopfs mounts"
+}
+
+# Partitions made in the container by parted have their /dev names (links
+# of the hook, io.loopfs.partitions of them per device) when parted
+# returns; mkfs.vfat works on one, and lsblk draws loop0's tree by the
+# container's names.
+rootful_partitions() {
+	local out
+	out=$(podman_as_root run --rm "${with_loopfs[@]}" \
+		--annotation io.loopfs.partitions=2 "${opts[@]}" bash -ec '
+			truncate -s 64M /tmp/p.img
+			d=$(losetup -P --show -f /tmp/p.img)
+			echo "dev $d"
+			parted -s "$d" mklabel gpt mkpart a 1MiB 32MiB mkpart b 32MiB 100%
+			echo "links $(ls /dev | grep "^loop0p" | xargs)"
+			echo "nodes $(stat -L -c %F /dev/loop0p1 /dev/loop0p2 | sort -u)"
+			mkfs.vfat /dev/loop0p1 >/dev/null
+			echo "type $(blkid -p -o value -s TYPE /dev/loop0p1)"
+			echo "lsblk $(lsblk -l -n -o NAME,PKNAME /dev/loop0 | xargs)"
+			echo "partition $(cat /sys/block/loop0/loop0p2/partition)"
+			losetup -d "$d"
+			echo "after $(ls /dev/loopfs | xargs)"' 2>&1)
+	echo "$out"
+	expect_in "dev /dev/loop0" "$out" "losetup -P --show -f"
+	expect_in "links loop0p1 loop0p2
+" "$out" "the partition links"
+	expect_in "nodes block special file
+" "$out" "what the links lead to"
+	expect_in "type vfat" "$out" "mkfs.vfat on /dev/loop0p1"
+	expect_in "lsblk loop0 loop0p1 loop0 loop0p2 loop0" "$out" "lsblk"
+	expect_in "partition 2" "$out" "/sys/block/loop0/loop0p2"
+	expect_in "after block dev-block loop-control loop0
+" "$out" "the instance after losetup -d"
+}
+
 cdi_device() {
 	local out
 	out=$(podman_as_root run --rm \
@@ -364,10 +419,11 @@ cdi_device() {
 /dev/loop0" "$out" "instance and device through CDI"
 }
 
-tap_plan 14
+tap_plan 16
 run_test "set-up: podman runs a container on a rootfs of the host's binaries" setup
 run_test "rootful: losetup -f, --show -f, mkfs, mount; losetup -a and /sys/block show only the container's devices" rootful_basics
 run_test "rootful: mount -o loop takes the container's loop0 and autoclears it" rootful_mount_loop
+run_test "rootful: parted on loop0 gives /dev/loop0p1, p2 when it returns; mkfs.vfat; lsblk by the container's names" rootful_partitions
 run_test "no annotation: no instance, no loop nodes" no_annotation_no_instance
 run_test "io.loopfs.max=2 caps the instance at two devices" max_annotation
 run_test "io.loopfs.max that is not a number stops the container; the reason is in dmesg and run.oci.hooks.stderr's file" bad_max_refused
@@ -376,6 +432,7 @@ run_test "two containers have independent loop0; podman rm -f leaves no device o
 run_test "unprivileged rootful: the device cgroup refuses the instance's nodes without a rule" unprivileged_needs_rule
 run_test "unprivileged rootful with device-cgroup rules for loopfs's majors and no CAP_MKNOD: losetup and raw I/O work" unprivileged_with_rule
 run_test "the hook refuses an image's own dev (a symlink or an unmounted directory) and changes nothing" hook_refuses_image_dev
+run_test "the hook refuses a devtmpfs dev (the host's nodes) and changes nothing" hook_refuses_devtmpfs_dev
 run_test "CDI: --device loopfs.io/instance=default gives the container its instance" cdi_device
 run_test "rootless: set-up, subordinate ids for uid $ruid" rootless_setup
 run_test "rootless: the instance belongs to the container's root; losetup and raw I/O work, ext4 mounts are refused; podman rm -f leaves nothing" rootless_instance
