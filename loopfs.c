@@ -47,9 +47,13 @@
 #include <linux/idr.h>
 #include <linux/loop.h>
 #include <linux/namei.h>
+#include <linux/net.h>
+#include <linux/netlink.h>
+#include <linux/nsproxy.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
+#include <net/net_namespace.h>
 
 #include "compat.h"
 #include "loopfs_limits.h"
@@ -68,7 +72,10 @@ static void loopfs_instance_free(struct kref *ref)
 		container_of(ref, struct loopfs_instance, ref);
 
 	WARN_ON_ONCE(!xa_empty(&inst->devices));
+	WARN_ON_ONCE(!list_empty(&inst->uevents));
 	xa_destroy(&inst->devices);
+	if (inst->net)
+		put_net(inst->net);
 	ida_free(&loopfs_instance_ida, inst->id);
 	put_user_ns(inst->user_ns);
 	mutex_destroy(&inst->lock);
@@ -91,6 +98,135 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
 		sb = NULL;
 	mutex_unlock(&inst->lock);
 	return sb;
+}
+
+/* ---- uevents in the mounter's network namespace ---- */
+
+/*
+ * The kernel sends a disk's uevents only to network namespaces owned by
+ * the initial user namespace, under the host's names. A container whose
+ * network namespace belongs to its own user namespace hears of its
+ * devices from loopfs instead: each disk and partition node the instance
+ * gains or loses is announced there under the instance's names, DEVPATH
+ * under the view of /sys/block (/block/loop<N>[/loop<N>p<M>]). The kernel
+ * relays to a namespace's listeners what a holder of CAP_SYS_ADMIN over
+ * its owner sends it on a uevent socket of the namespace; uevent_work
+ * sends them, in order, with a kernel worker's rights.
+ */
+struct loopfs_uevent {
+	struct list_head node;
+	int len;
+	char msg[];			/* "action@devpath\0KEY=value\0..." */
+};
+
+#define LOOPFS_UEVENT_MAX	256
+
+/* Append "@fmt..." and its NUL to @ev's message. */
+static __printf(2, 3) void loopfs_uevent_var(struct loopfs_uevent *ev,
+					     const char *fmt, ...)
+{
+	va_list args;
+	int n;
+
+	va_start(args, fmt);
+	n = vscnprintf(ev->msg + ev->len, LOOPFS_UEVENT_MAX - ev->len, fmt,
+		       args);
+	va_end(args);
+	ev->len = min(ev->len + n + 1, LOOPFS_UEVENT_MAX);
+}
+
+static void loopfs_uevent(struct loopfs_instance *inst, const char *action,
+			  int index, int partno, dev_t devt)
+{
+	struct loopfs_uevent *ev;
+	char name[32], path[48];
+
+	if (!inst->net)
+		return;
+	ev = kmalloc(sizeof(*ev) + LOOPFS_UEVENT_MAX, GFP_KERNEL);
+	if (!ev)
+		return;
+	if (partno) {
+		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT, index,
+			 partno);
+		snprintf(path, sizeof(path), "/" LOOPFS_VIEW_NAME "/"
+			 LOOPFS_NODE_FMT "/%s", index, name);
+	} else {
+		snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
+		snprintf(path, sizeof(path), "/" LOOPFS_VIEW_NAME "/%s", name);
+	}
+	ev->len = 0;
+	loopfs_uevent_var(ev, "%s@%s", action, path);
+	loopfs_uevent_var(ev, "ACTION=%s", action);
+	loopfs_uevent_var(ev, "DEVPATH=%s", path);
+	loopfs_uevent_var(ev, "SUBSYSTEM=block");
+	loopfs_uevent_var(ev, "MAJOR=%u", MAJOR(devt));
+	loopfs_uevent_var(ev, "MINOR=%u", MINOR(devt));
+	loopfs_uevent_var(ev, "DEVNAME=%s", name);
+	loopfs_uevent_var(ev, "DEVTYPE=%s", partno ? "partition" : "disk");
+	if (partno)
+		loopfs_uevent_var(ev, "PARTN=%d", partno);
+	spin_lock(&inst->uevent_lock);
+	list_add_tail(&ev->node, &inst->uevents);
+	spin_unlock(&inst->uevent_lock);
+	kref_get(&inst->ref);
+	if (!queue_work(loopfs_wq, &inst->uevent_work))
+		loopfs_instance_put(inst);
+}
+
+/* Hand @ev to the kernel on @sock, a uevent socket of the namespace. */
+static void loopfs_uevent_send(struct socket *sock, struct loopfs_uevent *ev)
+{
+	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+	struct nlmsghdr hdr = {
+		.nlmsg_len	= NLMSG_LENGTH(ev->len),
+		.nlmsg_type	= NLMSG_MIN_TYPE,
+		.nlmsg_flags	= NLM_F_REQUEST,
+	};
+	struct kvec iov[] = {
+		{ .iov_base = &hdr, .iov_len = NLMSG_HDRLEN },
+		{ .iov_base = ev->msg, .iov_len = ev->len },
+	};
+	struct msghdr msg = {
+		.msg_name	= &kernel,
+		.msg_namelen	= sizeof(kernel),
+	};
+
+	kernel_sendmsg(sock, &msg, iov, ARRAY_SIZE(iov),
+		       NLMSG_HDRLEN + ev->len);
+}
+
+static void loopfs_uevent_workfn(struct work_struct *work)
+{
+	struct loopfs_instance *inst =
+		container_of(work, struct loopfs_instance, uevent_work);
+	struct loopfs_uevent *ev, *next;
+	struct socket *sock = NULL;
+	struct file *file = NULL;
+	LIST_HEAD(list);
+
+	spin_lock(&inst->uevent_lock);
+	list_splice_init(&inst->uevents, &list);
+	spin_unlock(&inst->uevent_lock);
+	/*
+	 * The kernel checks the sender's rights through the socket's file:
+	 * this worker's, which hold CAP_SYS_ADMIN over every namespace.
+	 */
+	if (!list_empty(&list) &&
+	    !sock_create_kern(inst->net, AF_NETLINK, SOCK_RAW,
+			      NETLINK_KOBJECT_UEVENT, &sock)) {
+		file = sock_alloc_file(sock, 0, NULL);
+		if (IS_ERR(file))
+			file = NULL;
+	}
+	list_for_each_entry_safe(ev, next, &list, node) {
+		if (file)
+			loopfs_uevent_send(sock, ev);
+		kfree(ev);
+	}
+	if (file)
+		fput(file);
+	loopfs_instance_put(inst);
 }
 
 /* ---- nodes ---- */
@@ -279,27 +415,45 @@ static void loopfs_remove_node(struct super_block *sb, const char *name)
 	loopfs_remove_entry(sb->s_root, name);
 }
 
-static bool loopfs_node_is(struct super_block *sb, const char *name,
-			   dev_t devt, unsigned long ident)
+/* The device number of block node @name, 0 if there is none. */
+static dev_t loopfs_node_devt(struct super_block *sb, const char *name,
+			      unsigned long *ident)
 {
 	struct dentry *dentry;
-	bool same;
+	dev_t devt = 0;
 
 	dentry = lookup_noperm(&QSTR(name), sb->s_root);
 	if (IS_ERR(dentry))
-		return false;
-	same = d_really_is_positive(dentry) &&
-	       d_inode(dentry)->i_rdev == devt &&
-	       d_inode(dentry)->i_private == (void *)ident;
+		return 0;
+	if (d_really_is_positive(dentry)) {
+		devt = d_inode(dentry)->i_rdev;
+		*ident = (unsigned long)d_inode(dentry)->i_private;
+	}
 	dput(dentry);
-	return same;
+	return devt;
+}
+
+/* Remove partition node @name and announce it. */
+static void loopfs_remove_part_node(struct super_block *sb,
+				    struct loopfs_device *dev, int partno)
+{
+	unsigned long ident;
+	char name[32];
+	dev_t devt;
+
+	snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT, dev->index, partno);
+	devt = loopfs_node_devt(sb, name, &ident);
+	if (!devt)
+		return;
+	loopfs_remove_node(sb, name);
+	loopfs_uevent(dev->instance, "remove", dev->index, partno, devt);
 }
 
 /* Make loop<N>p<M> nodes match the device's partitions. */
 static void loopfs_sync_partitions(struct super_block *sb,
 				   struct loopfs_device *dev)
 {
-	unsigned long ident;
+	unsigned long ident, old;
 	char name[32];
 	dev_t *devts;
 	int last, p;
@@ -313,12 +467,14 @@ static void loopfs_sync_partitions(struct super_block *sb,
 		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT,
 			 dev->index, p);
 		ident = loopfs_node_ident(dev->ldev, p);
-		if (devts[p] && loopfs_node_is(sb, name, devts[p], ident))
+		if (devts[p] && loopfs_node_devt(sb, name, &old) == devts[p] &&
+		    old == ident)
 			continue;
-		loopfs_remove_node(sb, name);
-		if (devts[p])
-			loopfs_add_node(sb, name, S_IFBLK | 0600, devts[p],
-					ident, NULL);
+		loopfs_remove_part_node(sb, dev, p);
+		if (devts[p] && !loopfs_add_node(sb, name, S_IFBLK | 0600,
+						 devts[p], ident, NULL))
+			loopfs_uevent(dev->instance, "add", dev->index, p,
+				      devts[p]);
 	}
 	dev->nr_part_nodes = last;
 	kfree(devts);
@@ -1015,6 +1171,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 		loop_dev_discard(dev->ldev);
 		return err;
 	}
+	loopfs_uevent(inst, "add", index, 0, loop_dev_devt(dev->ldev));
 	return index;
 
 out_erase:
@@ -1048,15 +1205,14 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 		return err;
 	xa_erase(&inst->devices, index);
 	inst->nr_devices--;
-	for (p = 1; p <= dev->nr_part_nodes; p++) {
-		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT, index, p);
-		loopfs_remove_node(sb, name);
-	}
+	for (p = 1; p <= dev->nr_part_nodes; p++)
+		loopfs_remove_part_node(sb, dev, p);
 	if (node) {
 		snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
 		loopfs_remove_node(sb, name);
 	}
 	loopfs_remove_view_dir(inst, index);
+	loopfs_uevent(inst, "remove", index, 0, loop_dev_devt(dev->ldev));
 	/* Under the lock, so the index cannot be reused before the name. */
 	loop_dev_destroy(dev->ldev);
 	return 0;
@@ -1296,10 +1452,15 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	mutex_init(&inst->lock);
 	xa_init_flags(&inst->devices, XA_FLAGS_ALLOC);
 	INIT_WORK(&inst->sync_work, loopfs_sync_workfn);
+	spin_lock_init(&inst->uevent_lock);
+	INIT_LIST_HEAD(&inst->uevents);
+	INIT_WORK(&inst->uevent_work, loopfs_uevent_workfn);
 	inst->max = max;
 	inst->mount_max = max;
 	inst->sb = sb;
 	inst->user_ns = get_user_ns(ns);
+	if (current->nsproxy->net_ns->user_ns != &init_user_ns)
+		inst->net = get_net(current->nsproxy->net_ns);
 	inst->root_uid = make_kuid(ns, 0);
 	if (!uid_valid(inst->root_uid))
 		inst->root_uid = GLOBAL_ROOT_UID;

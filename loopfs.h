@@ -10,7 +10,9 @@
 #include <linux/fs.h>
 #include <linux/kref.h>
 #include <linux/kdev_t.h>
+#include <linux/list.h>
 #include <linux/mutex.h>
+#include <linux/spinlock.h>
 #include <linux/uidgid.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
@@ -22,6 +24,7 @@
 
 struct dentry;
 struct loop_dev;
+struct net;
 struct user_namespace;
 
 /*
@@ -50,6 +53,16 @@ struct loopfs_instance {
 
 	struct work_struct sync_work;	/* deferred partition node sync */
 	atomic_t part_events;		/* partition changes reported */
+
+	/*
+	 * The mounter's network namespace when the kernel sends it no disk
+	 * uevents (its owner is not the initial user namespace), else NULL;
+	 * uevent_lock protects the uevents waiting for uevent_work.
+	 */
+	struct net *net;
+	spinlock_t uevent_lock;		/* protects uevents */
+	struct list_head uevents;
+	struct work_struct uevent_work;
 };
 
 /* A loop device as its instance sees it. */

@@ -1,0 +1,140 @@
+#!/bin/bash
+# Uevents of a container's devices, in the container's own network
+# namespace. The kernel sends disk uevents only to network namespaces of the
+# initial user namespace, under the host's names; an instance mounted from
+# a network namespace of another user namespace announces its disks and
+# partitions there itself. As the unprivileged uid, container A
+# (unshare -Urmn) listens on NETLINK_KOBJECT_UEVENT while it creates a
+# device, binds a partitioned image with a partition scan, clears and
+# removes it; container B, another such namespace, listens at the same
+# time, and so does the host's network namespace.
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+in_private_mount_ns "$@"
+
+uid=${LOOPFS_UNPRIV_UID:-1000}
+w=$(mktemp -d /tmp/loopfs-uevents.XXXXXX)
+chmod 0755 "$w"
+mkdir "$w/u" && chown "$uid:$uid" "$w/u"
+
+# listen SECONDS: print "ACTION DEVPATH DEVNAME MAJ:MIN" for each kernel
+# uevent of a block device heard in this network namespace, after a first
+# line "ready" once listening.
+cat >"$w/listen.py" <<'PY'
+import socket, sys, time
+s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 15)
+s.bind((0, 1))
+s.settimeout(0.2)
+print("ready", flush=True)
+end = time.time() + float(sys.argv[1])
+while time.time() < end:
+    try:
+        data = s.recv(65536)
+    except socket.timeout:
+        continue
+    kv = dict(f.split(b"=", 1) for f in data.split(b"\0")[1:] if b"=" in f)
+    if kv.get(b"SUBSYSTEM") != b"block":
+        continue
+    print(" ".join(kv.get(k, b"-").decode() for k in
+                   (b"ACTION", b"DEVPATH", b"DEVNAME")),
+          "%s:%s" % (kv.get(b"MAJOR", b"-").decode(),
+                     kv.get(b"MINOR", b"-").decode()), flush=True)
+PY
+
+# In a container: mount an instance, listen for $2 seconds into $u/$1.events;
+# container "a" also makes, binds and removes a device, noting the nodes'
+# device numbers in $u/a.nodes.
+cat >"$w/inner.sh" <<'INNER'
+set -euo pipefail
+u=$1 name=$2 secs=$3
+m=$u/m-$name
+mkdir -p "$m"
+mount -t loop loop "$m"
+python3 "$u/../listen.py" "$secs" >"$u/$name.events" &
+for _ in $(seq 100); do
+	grep -q ready "$u/$name.events" && break
+	sleep 0.1
+done
+if [ "$name" = a ]; then
+	ctl() { python3 -c 'import fcntl, os, sys
+fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), int(sys.argv[2], 16), 0)' "$m/loop-control" "$1"; }
+	ctl 0x4C80
+	losetup -P "$m/loop0" "$u/img"
+	stat -c '%n %Hr:%Lr' "$m/loop0" "$m/loop0p1" "$m/loop0p2" |
+		sed "s|$m/||" >"$u/a.nodes"
+	losetup -d "$m/loop0"
+	ctl 0x4C81
+fi
+wait
+INNER
+
+setup() {
+	truncate -s 16M "$w/u/img"
+	printf 'label: dos\nstart=2048, size=8192, type=83\nstart=10240, size=8192, type=83\n' |
+		sfdisk -q "$w/u/img" || fail "sfdisk"
+	chown "$uid:$uid" "$w/u/img"
+}
+
+as_container() {
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		unshare -Urmn bash "$w/inner.sh" "$w/u" "$@"
+}
+
+# A acts while B and the host listen.
+run_containers() {
+	local host
+	python3 "$w/listen.py" 22 >"$w/host.events" &
+	host=$!
+	as_container b 20 >"$w/b.out" 2>&1 &
+	for _ in $(seq 100); do
+		grep -qs ready "$w/u/b.events" && grep -q ready "$w/host.events" && break
+		sleep 0.1
+	done
+	as_container a 6 >"$w/a.out" 2>&1 || { cat "$w/a.out"; fail "container a"; }
+	wait $!
+	wait "$host"
+	cat "$w/u/a.nodes" "$w/u/a.events"
+}
+
+# What A heard: its own disk and partitions by its names, DEVPATH under the
+# view, the nodes' device numbers, in order; nothing else.
+a_hears_its_names() {
+	local d0 p1 p2
+	d0=$(awk '$1 == "loop0" { print $2 }' "$w/u/a.nodes")
+	p1=$(awk '$1 == "loop0p1" { print $2 }' "$w/u/a.nodes")
+	p2=$(awk '$1 == "loop0p2" { print $2 }' "$w/u/a.nodes")
+	if [ -z "$d0" ] || [ -z "$p1" ] || [ -z "$p2" ]; then
+		fail "nodes: $(cat "$w/u/a.nodes")"
+		return
+	fi
+	expect_eq "ready
+add /block/loop0 loop0 $d0
+add /block/loop0/loop0p1 loop0p1 $p1
+add /block/loop0/loop0p2 loop0p2 $p2
+remove /block/loop0/loop0p1 loop0p1 $p1
+remove /block/loop0/loop0p2 loop0p2 $p2
+remove /block/loop0 loop0 $d0" "$(cat "$w/u/a.events")" "A's uevents"
+}
+
+b_hears_nothing() {
+	expect_eq ready "$(cat "$w/u/b.events")" "B's uevents"
+}
+
+# The host's namespace hears the kernel's events, by the host's names,
+# and none of A's.
+host_hears_host_names() {
+	echo "DIAG: $(grep -c . "$w/host.events") lines"
+	grep -q ' loopfs[0-9]*-0p1 ' "$w/host.events" ||
+		fail "no host-named event for A's partition: $(cat "$w/host.events")"
+	! grep -q ' /block/' "$w/host.events" ||
+		fail "a container's event in the host's namespace: $(grep ' /block/' "$w/host.events")"
+}
+
+tap_plan 5
+run_test "set-up: a partitioned image of the unprivileged uid" setup
+run_test "container A binds it with a partition scan and removes it while B and the host listen" run_containers
+run_test "A hears add and remove of loop0, loop0p1, loop0p2 by its names, DEVPATH under /block, the nodes' numbers" a_hears_its_names
+run_test "B, another user and network namespace, hears none of A's events" b_hears_nothing
+run_test "the host's network namespace hears them by host names only" host_hears_host_names
+rm -rf "$w"
+tap_done
