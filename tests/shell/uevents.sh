@@ -17,17 +17,17 @@ w=$(mktemp -d /tmp/loopfs-uevents.XXXXXX)
 chmod 0755 "$w"
 mkdir "$w/u" && chown "$uid:$uid" "$w/u"
 
-# listen SECONDS: print "ACTION DEVPATH DEVNAME MAJ:MIN" for each kernel
+# listen.py STOP: print "ACTION DEVPATH DEVNAME MAJ:MIN" for each kernel
 # uevent of a block device heard in this network namespace, after a first
-# line "ready" once listening.
+# line "ready" once listening, until file STOP exists (at most 300 s).
 cat >"$w/listen.py" <<'PY'
-import socket, sys, time
+import os, socket, sys, time
 s = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, 15)
 s.bind((0, 1))
 s.settimeout(0.2)
 print("ready", flush=True)
-end = time.time() + float(sys.argv[1])
-while time.time() < end:
+end = time.time() + 300
+while time.time() < end and not os.path.exists(sys.argv[1]):
     try:
         data = s.recv(65536)
     except socket.timeout:
@@ -41,17 +41,18 @@ while time.time() < end:
                      kv.get(b"MINOR", b"-").decode()), flush=True)
 PY
 
-# In a container: mount an instance, listen for $2 seconds into $u/$1.events;
-# container "a" also makes, binds and removes a device, noting the nodes'
-# device numbers in $u/a.nodes.
+# In a container: mount an instance, listen into $u/$1.events until
+# $u/$1.stop exists; container "a" also makes, binds and removes a device,
+# noting the nodes' device numbers in $u/a.nodes, and stops listening once
+# it heard the device go (at most 60 s later).
 cat >"$w/inner.sh" <<'INNER'
 set -euo pipefail
-u=$1 name=$2 secs=$3
+u=$1 name=$2
 m=$u/m-$name
 mkdir -p "$m"
 mount -t loop loop "$m"
-python3 "$u/../listen.py" "$secs" >"$u/$name.events" &
-for _ in $(seq 100); do
+python3 "$u/../listen.py" "$u/$name.stop" >"$u/$name.events" &
+for _ in $(seq 600); do
 	grep -q ready "$u/$name.events" && break
 	sleep 0.1
 done
@@ -64,6 +65,11 @@ fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), int(sys.argv[2], 16), 0)' "$m/loop-
 		sed "s|$m/||" >"$u/a.nodes"
 	losetup -d "$m/loop0"
 	ctl 0x4C81
+	for _ in $(seq 600); do
+		grep -q "^remove /block/loop0 " "$u/a.events" && break
+		sleep 0.1
+	done
+	touch "$u/a.stop"
 fi
 wait
 INNER
@@ -80,18 +86,21 @@ as_container() {
 		unshare -Urmn bash "$w/inner.sh" "$w/u" "$@"
 }
 
-# A acts while B and the host listen.
+# A acts while B and the host listen; they stop a second after A is done.
 run_containers() {
-	local host
-	python3 "$w/listen.py" 22 >"$w/host.events" &
+	local host b
+	python3 "$w/listen.py" "$w/host.stop" >"$w/host.events" &
 	host=$!
-	as_container b 20 >"$w/b.out" 2>&1 &
-	for _ in $(seq 100); do
+	as_container b >"$w/b.out" 2>&1 &
+	b=$!
+	for _ in $(seq 600); do
 		grep -qs ready "$w/u/b.events" && grep -q ready "$w/host.events" && break
 		sleep 0.1
 	done
-	as_container a 6 >"$w/a.out" 2>&1 || { cat "$w/a.out"; fail "container a"; }
-	wait $!
+	as_container a >"$w/a.out" 2>&1 || { cat "$w/a.out"; fail "container a"; }
+	sleep 1
+	touch "$w/u/b.stop" "$w/host.stop"
+	wait "$b"
 	wait "$host"
 	cat "$w/u/a.nodes" "$w/u/a.events"
 }
