@@ -100,6 +100,20 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
 	return sb;
 }
 
+/*
+ * Where device @index, or its partition @partno (0: the disk), is in the
+ * view of /sys/block: "block/loop<N>[/loop<N>p<M>]", relative to /sys once
+ * the view is bound over /sys/block.
+ */
+static void loopfs_view_path(char *buf, size_t len, int index, int partno)
+{
+	int n = snprintf(buf, len, LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT, index);
+
+	if (partno)
+		snprintf(buf + n, len - n, "/" LOOPFS_PART_NODE_FMT, index,
+			 partno);
+}
+
 /* ---- uevents in the mounter's network namespace ---- */
 
 /*
@@ -139,22 +153,16 @@ static void loopfs_uevent(struct loopfs_instance *inst, const char *action,
 			  int index, int partno, dev_t devt)
 {
 	struct loopfs_uevent *ev;
-	char name[32], path[48];
+	char path[48] = "/";
+	const char *name;
 
 	if (!inst->net)
 		return;
 	ev = kmalloc(sizeof(*ev) + LOOPFS_UEVENT_MAX, GFP_KERNEL);
 	if (!ev)
 		return;
-	if (partno) {
-		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT, index,
-			 partno);
-		snprintf(path, sizeof(path), "/" LOOPFS_VIEW_NAME "/"
-			 LOOPFS_NODE_FMT "/%s", index, name);
-	} else {
-		snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
-		snprintf(path, sizeof(path), "/" LOOPFS_VIEW_NAME "/%s", name);
-	}
+	loopfs_view_path(path + 1, sizeof(path) - 1, index, partno);
+	name = strrchr(path, '/') + 1;
 	ev->len = 0;
 	loopfs_uevent_var(ev, "%s@%s", action, path);
 	loopfs_uevent_var(ev, "ACTION=%s", action);
@@ -701,6 +709,17 @@ static struct inode *loopfs_new_dir(struct super_block *sb,
 	return inode;
 }
 
+/* loopfs_add_entry() for directory @inode, which links back to @dir. */
+static struct dentry *loopfs_add_dir(struct dentry *dir, const char *name,
+				     struct inode *inode)
+{
+	struct dentry *dentry = loopfs_add_entry(dir, name, inode);
+
+	if (!IS_ERR(dentry))
+		inc_nlink(d_inode(dir));
+	return dentry;
+}
+
 /* A symlink of the instance to @fmt..., NULL when out of memory. */
 static __printf(2, 3) struct inode *loopfs_new_symlink(struct super_block *sb,
 						       const char *fmt, ...)
@@ -736,9 +755,7 @@ static noinline int loopfs_add_view_dir(struct loopfs_instance *inst,
 	inode->i_private = (void *)(long)index;
 	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
 	loopfs_lock_view(inst);
-	dentry = loopfs_add_entry(inst->view, name, inode);
-	if (!IS_ERR(dentry))
-		inc_nlink(d_inode(inst->view));
+	dentry = loopfs_add_dir(inst->view, name, inode);
 	loopfs_unlock_view(inst);
 	return PTR_ERR_OR_ZERO(dentry);
 }
@@ -756,11 +773,24 @@ static void loopfs_remove_view_dir(struct loopfs_instance *inst, int index)
 	loopfs_unlock_view(inst);
 }
 
+/* A loop<N> directory of the view: its index. */
+static int loopfs_disk_dir_index(struct inode *dir)
+{
+	return (int)(long)dir->i_private;
+}
+
+/* A loop<N> directory of the view: the disk's host name. */
+static void loopfs_disk_dir_disk(struct inode *dir, char *buf, size_t len)
+{
+	snprintf(buf, len, LOOPFS_DISK_FMT, loopfs_sb(dir->i_sb)->id,
+		 loopfs_disk_dir_index(dir));
+}
+
 /* A loop<N> directory of the view: the disk's sysfs directory's path. */
 static void loopfs_disk_dir_path(struct inode *dir, char *buf, size_t len)
 {
 	snprintf(buf, len, LOOPFS_SYSFS_DISK_FMT, loopfs_sb(dir->i_sb)->id,
-		 (int)(long)dir->i_private);
+		 loopfs_disk_dir_index(dir));
 }
 
 /*
@@ -788,15 +818,13 @@ static size_t loopfs_host_part(const char *disk, const char *name, int len)
 static const char *loopfs_disk_entry(struct inode *dir, const char *name,
 				     char *buf, size_t len)
 {
-	struct loopfs_instance *inst = loopfs_sb(dir->i_sb);
-	int index = (int)(long)dir->i_private;
 	char disk[32];
 	size_t n;
 
-	snprintf(disk, sizeof(disk), LOOPFS_DISK_FMT, inst->id, index);
+	loopfs_disk_dir_disk(dir, disk, sizeof(disk));
 	if (loopfs_host_part(disk, name, strlen(name)))
 		return NULL;
-	snprintf(buf, len, LOOPFS_NODE_FMT, index);
+	snprintf(buf, len, LOOPFS_NODE_FMT, loopfs_disk_dir_index(dir));
 	n = loopfs_host_part(buf, name, strlen(name));
 	if (!n)
 		return name;
@@ -878,7 +906,7 @@ static int loopfs_disk_dir_iterate(struct file *file, struct dir_context *ctx)
 	struct loopfs_disk_dir_ctx dd = {
 		.ctx.actor = loopfs_disk_dir_fill,
 		.out = ctx,
-		.index = (int)(long)dir->i_private,
+		.index = loopfs_disk_dir_index(dir),
 	};
 	char path[64], disk[32];
 	struct file *sysfs_dir;
@@ -887,8 +915,7 @@ static int loopfs_disk_dir_iterate(struct file *file, struct dir_context *ctx)
 	if (!dir_emit_dots(file, ctx) || !dir->i_nlink)
 		return 0;
 	dd.skip = ctx->pos - 2;
-	snprintf(disk, sizeof(disk), LOOPFS_DISK_FMT, loopfs_sb(dir->i_sb)->id,
-		 dd.index);
+	loopfs_disk_dir_disk(dir, disk, sizeof(disk));
 	dd.disk = disk;
 	loopfs_disk_dir_path(dir, path, sizeof(path));
 	sysfs_dir = file_open_root_mnt(loopfs_sysfs, path,
@@ -957,12 +984,11 @@ out:
 static struct inode *loopfs_dev_view_symlink(struct super_block *sb,
 					     int index, int partno)
 {
-	if (!partno)
-		return loopfs_new_symlink(sb, "../../" LOOPFS_VIEW_NAME "/"
-					  LOOPFS_NODE_FMT, index);
-	return loopfs_new_symlink(sb, "../../" LOOPFS_VIEW_NAME "/"
-				  LOOPFS_NODE_FMT "/" LOOPFS_PART_NODE_FMT,
-				  index, index, partno);
+	char path[48];
+
+	/* From MAJ:MIN in /sys/dev/block: ../.. is /sys. */
+	loopfs_view_path(path, sizeof(path), index, partno);
+	return loopfs_new_symlink(sb, "../../%s", path);
 }
 
 struct loopfs_dev_find {
@@ -1480,21 +1506,17 @@ static noinline int loopfs_add_view(struct super_block *sb)
 	inode = loopfs_new_dir(sb, &loopfs_view_iops, &simple_dir_operations);
 	if (!inode)
 		return -ENOMEM;
-	dentry = loopfs_add_entry(sb->s_root, LOOPFS_VIEW_NAME, inode);
+	dentry = loopfs_add_dir(sb->s_root, LOOPFS_VIEW_NAME, inode);
 	if (IS_ERR(dentry))
 		return PTR_ERR(dentry);
-	inc_nlink(d_inode(sb->s_root));
 	inst->view = dentry;
 
 	inode = loopfs_new_dir(sb, &loopfs_dev_view_iops,
 			       &loopfs_dev_view_fops);
 	if (!inode)
 		return -ENOMEM;
-	dentry = loopfs_add_entry(sb->s_root, LOOPFS_DEV_VIEW_NAME, inode);
-	if (IS_ERR(dentry))
-		return PTR_ERR(dentry);
-	inc_nlink(d_inode(sb->s_root));
-	return 0;
+	return PTR_ERR_OR_ZERO(loopfs_add_dir(sb->s_root,
+					      LOOPFS_DEV_VIEW_NAME, inode));
 }
 
 ALLOW_ERROR_INJECTION(loopfs_add_view, ERRNO);
