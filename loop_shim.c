@@ -319,7 +319,7 @@ static void __loop_dev_update_dio(struct loop_dev *ldev, bool dio, bool sync)
 	struct file *file = ldev->file;
 	struct block_device *backing = loop_dev_backing_bdev(file);
 	unsigned int lbs = queue_logical_block_size(ldev->disk->queue);
-	bool use = dio && (file->f_mode & FMODE_CAN_ODIRECT);
+	bool use = dio && compat_file_can_odirect(file);
 
 	lockdep_assert_held(&ldev->lock);
 	if (use && backing && (lbs < bdev_logical_block_size(backing) ||
@@ -393,9 +393,9 @@ static void loop_dev_reread_partitions(struct loop_dev *ldev)
 {
 	int ret;
 
-	mutex_lock(&ldev->disk->open_mutex);
+	mutex_lock(compat_disk_open_mutex(ldev->disk));
 	ret = bdev_disk_changed(ldev->disk, false);
-	mutex_unlock(&ldev->disk->open_mutex);
+	mutex_unlock(compat_disk_open_mutex(ldev->disk));
 	if (ret)
 		pr_warn("%s: partition scan failed (%d)\n",
 			ldev->disk->disk_name, ret);
@@ -609,7 +609,7 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 	 * filesystem for good: done here, before any lock is taken.
 	 */
 	if ((config->info.lo_flags & LO_FLAGS_DIRECT_IO) &&
-	    (file->f_mode & FMODE_CAN_ODIRECT)) {
+	    compat_file_can_odirect(file)) {
 		vfs_fsync(file, 0);
 		if (fatal_signal_pending(current)) {
 			err = -EINTR;
@@ -672,7 +672,7 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 	mutex_unlock(&loop_dev_chain_lock);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	if (partscan)
-		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
+		compat_disk_suppress_part_scan(ldev->disk, false);
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 0);
 	kobject_uevent(&disk_to_dev(ldev->disk)->kobj, KOBJ_CHANGE);
 	mutex_unlock(&ldev->lock);
@@ -728,15 +728,15 @@ static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 		int err;
 
 		if (!open_mutex_held)
-			mutex_lock(&ldev->disk->open_mutex);
+			mutex_lock(compat_disk_open_mutex(ldev->disk));
 		err = bdev_disk_changed(ldev->disk, false);
 		if (!open_mutex_held)
-			mutex_unlock(&ldev->disk->open_mutex);
+			mutex_unlock(compat_disk_open_mutex(ldev->disk));
 		if (err)
 			pr_warn("%s: partition drop failed (%d)\n",
 				ldev->disk->disk_name, err);
 	}
-	set_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
+	compat_disk_suppress_part_scan(ldev->disk, true);
 	if (partscan)
 		ldev->ops->uncharge_partscan(ldev);
 
@@ -841,7 +841,7 @@ out_putf:
 static int loop_dev_set_status(struct loop_dev *ldev,
 			       const struct loop_info64 *info)
 {
-	struct block_device *whole = ldev->disk->part0;
+	struct block_device *whole = compat_disk_whole(ldev->disk);
 	bool partscan = false, charged = false;
 	unsigned int memflags;
 	int prev, err;
@@ -880,7 +880,7 @@ static int loop_dev_set_status(struct loop_dev *ldev,
 						  ldev->file));
 	loop_dev_update_dio(ldev, ldev->use_dio);
 	if ((ldev->flags & LO_FLAGS_PARTSCAN) && !(prev & LO_FLAGS_PARTSCAN)) {
-		clear_bit(GD_SUPPRESS_PART_SCAN, &ldev->disk->state);
+		compat_disk_suppress_part_scan(ldev->disk, false);
 		partscan = true;
 	}
 out_unfreeze:
@@ -1001,8 +1001,8 @@ static int loop_dev_set_block_size(struct loop_dev *ldev, blk_mode_t mode,
 	err = loop_dev_block_size_arg(arg, &bsize);
 	if (err || queue_logical_block_size(ldev->disk->queue) == bsize)
 		goto out_unlock;
-	sync_blockdev(ldev->disk->part0);
-	invalidate_bdev(ldev->disk->part0);
+	sync_blockdev(compat_disk_whole(ldev->disk));
+	invalidate_bdev(compat_disk_whole(ldev->disk));
 	memflags = blk_mq_freeze_queue(ldev->disk->queue);
 	err = loop_dev_apply_limits(ldev, bsize);
 	loop_dev_update_dio(ldev, ldev->use_dio);
@@ -1297,7 +1297,8 @@ static void loop_dev_free_disk(struct gendisk *disk)
 	destroy_workqueue(ldev->wq);
 	blk_mq_free_tag_set(&ldev->tag_set);
 	ida_free(&loop_dev_minor_ida, ldev->minor_id);
-	ldev->ops->released(ldev);
+	if (ldev->ops)
+		ldev->ops->released(ldev);
 	mutex_destroy(&ldev->lock);
 	/*
 	 * The unload waiter must not run before this function is done with
@@ -1307,6 +1308,8 @@ static void loop_dev_free_disk(struct gendisk *disk)
 	call_rcu(&ldev->free_rcu, loop_dev_free_rcu);
 }
 
+COMPAT_FREE_DISK(loop_dev_free_disk)
+
 static const struct block_device_operations loop_dev_fops = {
 	.owner		= THIS_MODULE,
 	.open		= compat_bdops_open(loop_dev_open),
@@ -1315,7 +1318,7 @@ static const struct block_device_operations loop_dev_fops = {
 #ifdef CONFIG_COMPAT
 	.compat_ioctl	= loop_dev_compat_ioctl,
 #endif
-	.free_disk	= loop_dev_free_disk,
+	COMPAT_BDOPS_FREE_DISK(loop_dev_free_disk)
 };
 
 static void loop_dev_destroy_workfn(struct work_struct *work)
@@ -1336,11 +1339,10 @@ static bool loop_dev_intf_registered;
 
 static int loop_dev_part_added(struct device *dev)
 {
-	struct block_device *bdev = dev_to_bdev(dev);
-	struct gendisk *disk = bdev->bd_disk;
+	struct gendisk *disk = compat_partition_disk(dev);
 
 	/* A disk's private_data lives until its free_disk. */
-	if (bdev_is_partition(bdev) && disk->fops == &loop_dev_fops)
+	if (disk && disk->fops == &loop_dev_fops)
 		loop_dev_partitions_changed(disk->private_data, false);
 	return 0;
 }
@@ -1440,7 +1442,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	disk->private_data = ldev;
 	disk->events = DISK_EVENT_MEDIA_CHANGE;
 	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
-	set_bit(GD_SUPPRESS_PART_SCAN, &disk->state);
+	compat_disk_suppress_part_scan(disk, true);
 	/*
 	 * A device whose backing file stops answering (a tenant's FUSE daemon
 	 * that hangs) must not collect dirty pages up to the host-wide limit,
@@ -1449,15 +1451,21 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	 * from it keep within their share of the dirty threshold, strictly.
 	 * Host root may raise it in /sys/class/bdi/.
 	 */
-	disk->bdi->capabilities |= BDI_CAP_STRICTLIMIT;
-	bdi_set_max_ratio(disk->bdi, LOOP_DEV_MAX_DIRTY_RATIO);
+	compat_disk_bdi(disk)->capabilities |= BDI_CAP_STRICTLIMIT;
+	bdi_set_max_ratio(compat_disk_bdi(disk), LOOP_DEV_MAX_DIRTY_RATIO);
 	strscpy(disk->disk_name, cfg->disk_name, DISK_NAME_LEN);
 	loop_dev_watch_partitions(disk);
+	err = compat_disk_watch_free(disk, loop_dev_free_disk);
+	if (err)
+		goto out_disk;
 
 	atomic_inc(&loop_dev_live);
 	err = add_disk(disk);
 	if (err)
-		goto out_disk;
+		goto out_live;
+	err = compat_disk_hold_whole(disk);
+	if (err)
+		goto out_added;
 	/*
 	 * The instance owner gets the disk's directory (and the loop/ group
 	 * once bound), nothing else: not uevent, which would let it send
@@ -1475,8 +1483,16 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	}
 	return ldev;
 
-out_disk:
+out_added:
+	/* Added: loop_dev_free_disk() frees the rest, and tells no owner. */
+	ldev->state = LOOP_DEV_DELETING;
+	ldev->ops = NULL;
+	del_gendisk(disk);
+	put_disk(disk);
+	return ERR_PTR(err);
+out_live:
 	atomic_dec(&loop_dev_live);
+out_disk:
 	put_disk(disk);
 out_tags:
 	blk_mq_free_tag_set(&ldev->tag_set);
@@ -1526,18 +1542,11 @@ bool loop_dev_is_unbound(struct loop_dev *ldev)
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
 {
 	struct gendisk *disk = ldev->disk;
-	struct block_device *part;
-	unsigned long idx;
-	int last = 0;
+	int last;
 
-	mutex_lock(&disk->open_mutex);
-	xa_for_each_start(&disk->part_tbl, idx, part, 1) {
-		if (idx >= max)
-			break;
-		devts[idx] = part->bd_dev;
-		last = idx;
-	}
-	mutex_unlock(&disk->open_mutex);
+	mutex_lock(compat_disk_open_mutex(disk));
+	last = compat_disk_partitions(disk, devts, max);
+	mutex_unlock(compat_disk_open_mutex(disk));
 	return last;
 }
 
@@ -1545,7 +1554,7 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 {
 	int err;
 
-	err = mutex_lock_killable(&ldev->disk->open_mutex);
+	err = mutex_lock_killable(compat_disk_open_mutex(ldev->disk));
 	if (err)
 		return err;
 	err = mutex_lock_killable(&ldev->lock);
@@ -1557,7 +1566,7 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 out:
-	mutex_unlock(&ldev->disk->open_mutex);
+	mutex_unlock(compat_disk_open_mutex(ldev->disk));
 	return err;
 }
 
@@ -1566,6 +1575,7 @@ ALLOW_ERROR_INJECTION(loop_dev_claim_for_removal, ERRNO);
 /* The device is LOOP_DEV_DELETING. The rest happens in loop_dev_free_disk(). */
 void loop_dev_destroy(struct loop_dev *ldev)
 {
+	compat_disk_drop_whole(ldev->disk);
 	del_gendisk(ldev->disk);
 	put_disk(ldev->disk);
 }
@@ -1594,7 +1604,7 @@ void loop_dev_orphan(struct loop_dev *ldev)
 {
 	bool unbind = false, destroy = false;
 
-	mutex_lock(&ldev->disk->open_mutex);
+	mutex_lock(compat_disk_open_mutex(ldev->disk));
 	mutex_lock(&ldev->lock);
 	WRITE_ONCE(ldev->orphan, true);
 	if (!disk_openers(ldev->disk)) {
@@ -1606,7 +1616,7 @@ void loop_dev_orphan(struct loop_dev *ldev)
 	mutex_unlock(&ldev->lock);
 	if (unbind)
 		loop_dev_unbind(ldev, true);
-	mutex_unlock(&ldev->disk->open_mutex);
+	mutex_unlock(compat_disk_open_mutex(ldev->disk));
 	if (destroy)
 		loop_dev_destroy(ldev);
 }

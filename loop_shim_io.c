@@ -178,6 +178,8 @@ static void loop_dev_aio_complete(struct kiocb *iocb, long ret)
 	blk_mq_complete_request(blk_mq_rq_from_pdu(cmd));
 }
 
+COMPAT_KI_COMPLETE(loop_dev_aio_complete)
+
 /*
  * Move the rest of cmd's data from cmd->pos. Returns -EIOCBQUEUED when an
  * async kiocb will complete the request, -EAGAIN when @nowait and the I/O
@@ -199,7 +201,7 @@ static int loop_dev_rw(struct loop_dev *ldev, struct loop_dev_cmd *cmd,
 		cmd->iocb.ki_flags = nowait ? IOCB_NOWAIT : 0;
 		if (ldev->use_dio) {
 			cmd->iocb.ki_flags |= IOCB_DIRECT;
-			cmd->iocb.ki_complete = loop_dev_aio_complete;
+			cmd->iocb.ki_complete = compat_ki_complete(loop_dev_aio_complete);
 		}
 		if (cmd->write) {
 			const struct cred *cred;

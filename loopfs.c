@@ -680,6 +680,7 @@ static struct vfsmount *loopfs_sysfs;
 
 static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
 			 struct dentry *dentry, umode_t mode, bool excl);
+COMPAT_IOP_CREATE(loopfs_create)
 static const struct inode_operations loopfs_disk_dir_iops;
 static const struct file_operations loopfs_disk_dir_fops;
 
@@ -900,11 +901,13 @@ static bool loopfs_disk_dir_fill(struct dir_context *ctx, const char *name,
 	return true;
 }
 
+COMPAT_FILLDIR(loopfs_disk_dir_fill)
+
 static int loopfs_disk_dir_iterate(struct file *file, struct dir_context *ctx)
 {
 	struct inode *dir = file_inode(file);
 	struct loopfs_disk_dir_ctx dd = {
-		.ctx.actor = loopfs_disk_dir_fill,
+		.ctx.actor = compat_filldir(loopfs_disk_dir_fill),
 		.out = ctx,
 		.index = loopfs_disk_dir_index(dir),
 	};
@@ -931,7 +934,7 @@ static int loopfs_disk_dir_iterate(struct file *file, struct dir_context *ctx)
 /* Nothing can be made or removed in a loop<N> directory, as in the view. */
 static const struct inode_operations loopfs_disk_dir_iops = {
 	.lookup	= loopfs_disk_dir_lookup,
-	.create	= loopfs_create,
+	.create	= compat_iop_create(loopfs_create),
 };
 
 static const struct file_operations loopfs_disk_dir_fops = {
@@ -1083,7 +1086,7 @@ static int loopfs_dev_view_iterate(struct file *file, struct dir_context *ctx)
 
 static const struct inode_operations loopfs_dev_view_iops = {
 	.lookup	= loopfs_dev_view_lookup,
-	.create	= loopfs_create,
+	.create	= compat_iop_create(loopfs_create),
 };
 
 static const struct file_operations loopfs_dev_view_fops = {
@@ -1371,7 +1374,7 @@ static const struct file_operations loopfs_dir_fops = {
 
 static const struct inode_operations loopfs_dir_iops = {
 	.lookup	= simple_lookup,
-	.create	= loopfs_create,
+	.create	= compat_iop_create(loopfs_create),
 	.unlink	= loopfs_unlink,
 };
 
@@ -1381,7 +1384,7 @@ static const struct inode_operations loopfs_dir_iops = {
  */
 static const struct inode_operations loopfs_view_iops = {
 	.lookup	= simple_lookup,
-	.create	= loopfs_create,
+	.create	= compat_iop_create(loopfs_create),
 };
 
 /* ---- superblock ---- */
