@@ -35,7 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
+#include "mount_api.h"
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>

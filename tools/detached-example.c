@@ -26,7 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
+#include "mount_api.h"
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>

@@ -44,7 +44,7 @@
 #include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
+#include "mount_api.h"
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -749,7 +749,8 @@ static bool host_uid_mapped(uid_t id)
  * when the root directory belongs to a host uid that the container maps: the
  * host prepared that image for this container, in host ids, and it is mounted
  * as it is.  A type that the kernel cannot ID-map (no FS_ALLOW_IDMAP: EINVAL)
- * is mounted as it is too, and said so once.  Returns 0 or an errno.
+ * is mounted as it is too, and said so once; so is every type on a kernel
+ * without ID-mapped mounts (ENOSYS).  Returns 0 or an errno.
  */
 static int idmap_mount(struct container *c, const struct request *r, int mnt)
 {
@@ -769,7 +770,8 @@ static int idmap_mount(struct container *c, const struct request *r, int mnt)
 	}
 	if (!mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
 		return 0;
-	if (errno != EINVAL)
+	/* ENOSYS: a kernel before ID-mapped mounts (5.12) maps no type. */
+	if (errno != EINVAL && errno != ENOSYS)
 		return errno;
 	i = fs_allowed(r->type);
 	if (i >= 0 && !unmapped_noted[i]) {

@@ -28,10 +28,11 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
+#include "mount_api.h"
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "loopfs_test.h"
 
 static char buf[256];
 static const char *paths[2];
@@ -39,7 +40,7 @@ static atomic_int stop;
 
 static const char *result(int r)
 {
-	return r ? strerrorname_np(errno) : "ok";
+	return r ? errno_name(errno) : "ok";
 }
 
 static void *flipper(void *arg)
@@ -182,7 +183,7 @@ int main(int argc, char **argv)
 		int fd = open(argv[2], O_RDWR | O_CLOEXEC);
 
 		r = fd < 0 ? -1 : ioctl(fd, LOOP_CTL_ADD, atoi(argv[3]));
-		printf("%s\n", r < 0 ? strerrorname_np(errno) : "ok");
+		printf("%s\n", r < 0 ? errno_name(errno) : "ok");
 		return r < 0;
 	}
 #ifdef __x86_64__
