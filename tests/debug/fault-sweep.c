@@ -369,8 +369,8 @@ static int held_add(int baseline)
 		r = do_add(1);
 		if (!injected || r != -want_errno) {
 			printf("FAIL held-add: %s, %s expected\n",
-			       injected ? strerrorname_np(-r) : "nothing injected",
-			       strerrorname_np(want_errno));
+			       injected ? errno_name(-r) : "nothing injected",
+			       errno_name(want_errno));
 			return 1;
 		}
 		if (disks_after_add != baseline) {
@@ -417,7 +417,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 5) {
 		for (want_errno = 1; want_errno < 4096; want_errno++)
-			if (!strcmp(argv[4], strerrorname_np(want_errno) ?: ""))
+			if (!strcmp(argv[4], errno_name(want_errno) ?: ""))
 				break;
 		if (want_errno == 4096) {
 			fprintf(stderr, "unknown errno %s\n", argv[4]);
@@ -444,12 +444,12 @@ int main(int argc, char **argv)
 			}
 			break;
 		}
-		printf("%d %s%s\n", n, r < 0 ? strerrorname_np(-r) : "ok",
+		printf("%d %s%s\n", n, r < 0 ? errno_name(-r) : "ok",
 		       op->call == do_add && held ? " held" : "");
 		if (r < 0 && r != -want_errno && !kernel_errno(op, r)) {
 			printf("FAIL %s: the injected failure gave %s, not %s\n",
-			       op->name, strerrorname_np(-r),
-			       strerrorname_np(want_errno));
+			       op->name, errno_name(-r),
+			       errno_name(want_errno));
 			return 1;
 		}
 		if (!r && !may_absorb) {

@@ -37,11 +37,12 @@
 #endif
 #include <signal.h>
 #include <stdbool.h>
-#include <linux/mount.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/vfs.h>
 #include "loopfs_test.h"
+/* After <sys/mount.h>, which an older C library does not let follow it. */
+#include <linux/mount.h>
 
 #define NINST 3		/* mount points shared by all workers */
 #define MAXSTACK 3	/* instances stacked on one mount point, at most */
@@ -1950,7 +1951,7 @@ static long print_table(int *few, long min_ops, int *kinds)
 		len = snprintf(line, sizeof(line), "# %-14s %7ld %7ld ", op_name[i],
 			       n, sh->ok[i]);
 		for (e = 0; e < NERRNO && len < sizeof(line) - 40; e++) {
-			const char *name = e ? strerrorname_np(e) : NULL;
+			const char *name = e ? errno_name(e) : NULL;
 
 			if (!sh->errs[i][e])
 				continue;

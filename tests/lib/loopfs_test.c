@@ -430,3 +430,38 @@ void tap(int ok, const char *fmt, ...)
 	fflush(stdout);
 	tap_failures += !ok;
 }
+
+const char *errno_name(int e)
+{
+#if __GLIBC_PREREQ(2, 32)
+	return strerrorname_np(e);
+#else
+#define N(x) [x] = #x
+	static const char *const names[] = {
+		N(EPERM), N(ENOENT), N(ESRCH), N(EINTR), N(EIO), N(ENXIO),
+		N(E2BIG), N(EBADF), N(ECHILD), N(EAGAIN), N(ENOMEM),
+		N(EACCES), N(EFAULT), N(ENOTBLK), N(EBUSY), N(EEXIST),
+		N(EXDEV), N(ENODEV), N(ENOTDIR), N(EISDIR), N(EINVAL),
+		N(ENFILE), N(EMFILE), N(ENOTTY), N(ETXTBSY), N(EFBIG),
+		N(ENOSPC), N(ESPIPE), N(EROFS), N(EMLINK), N(EPIPE),
+		N(ERANGE), N(EDEADLK), N(ENAMETOOLONG), N(ENOSYS),
+		N(ENOTEMPTY), N(ELOOP), N(ENODATA), N(EOVERFLOW),
+		N(EOPNOTSUPP), N(ETIMEDOUT), N(ESTALE), N(EDQUOT),
+		N(ECANCELED),
+	};
+#undef N
+	if (e <= 0 || e >= (int)(sizeof(names) / sizeof(names[0])))
+		return NULL;
+	return names[e];
+#endif
+}
+
+bool kernel_at_least(int major, int minor)
+{
+	struct utsname u;
+	int ma = 0, mi = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &ma, &mi) != 2)
+		return false;
+	return ma > major || (ma == major && mi >= minor);
+}

@@ -20,20 +20,23 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+/* Before <linux/fs.h>: an older C library's names for the mount flags. */
+#include <sys/mount.h>
 #include <linux/loop.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 
 #include "loopfs_abi.h"
@@ -131,5 +134,15 @@ extern int tap_count;		/* test lines printed */
 extern int tap_failures;	/* of those, "not ok" */
 void tap_plan(int tests);
 void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/*
+ * The name of errno value @e ("EBUSY"), NULL if unknown: strerrorname_np()
+ * where the C library has it (2.32 and later), else a table of those the
+ * tests meet.
+ */
+const char *errno_name(int e);
+
+/* The running kernel is version @major.@minor or later. */
+bool kernel_at_least(int major, int minor);
 
 #endif /* LOOPFS_TEST_H */

@@ -25,11 +25,12 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
+#include "loopfs_test.h"
 
 static int result(int ret)
 {
 	if (ret < 0)
-		printf("%s\n", strerrorname_np(errno));
+		printf("%s\n", errno_name(errno));
 	else
 		printf("ok\n");
 	return 0;

@@ -36,11 +36,12 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "loopfs_test.h"
 #include "loopfs_abi.h"
 
 static int fail(void)
 {
-	const char *name = strerrorname_np(errno);
+	const char *name = errno_name(errno);
 
 	printf("%s\n", name ? name : "unknown errno");
 	return 1;
@@ -192,7 +193,7 @@ static int cmd_ns_fill(uid_t uid, int n, const char *value, uid_t uid2)
 	}
 	printf("filled %d of %d", done, n);
 	if (err)
-		printf(" (%s)", strerrorname_np(err));
+		printf(" (%s)", errno_name(err));
 	printf("\n");
 
 	/* While they live, another user's namespace sets its own value. */
@@ -204,7 +205,7 @@ static int cmd_ns_fill(uid_t uid, int n, const char *value, uid_t uid2)
 		printf("other ok\n");
 	else
 		printf("other %s\n", WIFEXITED(status) ?
-		       strerrorname_np(WEXITSTATUS(status)) : "killed");
+		       errno_name(WEXITSTATUS(status)) : "killed");
 
 	close(hold[1]);
 	while (wait(NULL) > 0)

@@ -21,7 +21,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/aio_abi.h>
 #include <linux/loop.h>
 #include <poll.h>
 #include <sched.h>
@@ -35,6 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "loopfs_test.h"
+/* After <sys/mount.h>, which an older C library does not let follow it. */
+#include <linux/aio_abi.h>
 
 #define STEP_MS	1000
 

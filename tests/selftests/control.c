@@ -226,10 +226,20 @@ TEST_F(ctl, out_of_range_and_unknown_requests_match_stock_errnos)
 		{ LOOP_CTL_GET_FREE + 8, 0, -ENOSYS },
 	};
 	int sctl = open("/dev/loop-control", O_RDWR);
+	/*
+	 * Before 6.1 (5.10 here) the stock driver answered otherwise, and
+	 * not by design: add_disk() did not check the minor range (a second
+	 * disk 7:0, and a WARN), and REMOVE of -1 removed some free device.
+	 * There loopfs alone is asked, and must answer as later kernels do.
+	 */
+	bool stock_answers = kernel_at_least(6, 1);
 
 	ASSERT_LE(0, sctl);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		long s = R(ioctl(sctl, cases[i].cmd, cases[i].arg));
+		bool ask_stock = stock_answers || cases[i].want == -ENOSYS ||
+				 cases[i].want == -ENODEV;
+		long s = ask_stock ? R(ioctl(sctl, cases[i].cmd, cases[i].arg)) :
+			 cases[i].want;
 		long l = R(ioctl(self->ctl, cases[i].cmd, cases[i].arg));
 
 		EXPECT_EQ(cases[i].want, s) {

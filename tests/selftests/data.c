@@ -311,14 +311,18 @@ TEST_F(data, discard_punches_a_hole_in_the_backing_file)
 	ASSERT_NE(0, strtoull(qmax, NULL, 0));
 	ASSERT_EQ(0, fstat(self->fd, &before));
 	ASSERT_EQ(0, R(ioctl(self->dev, BLKDISCARD, range)));
-	ASSERT_TRUE(all_zero(self->dev, 1 << 20, 1 << 20));
-	ASSERT_TRUE(all_zero(self->fd, 1 << 20, 1 << 20));
+	/*
+	 * Before reading through the device: tmpfs of 5.10 fills a hole that
+	 * is read through an iterator of pages, as the device reads it.
+	 */
 	ASSERT_EQ(0, fstat(self->fd, &after));
 	ASSERT_EQ(FILE_SIZE, after.st_size);
 	ASSERT_LE(before.st_blocks - after.st_blocks, 2048 + 16);
 	ASSERT_GE(before.st_blocks - after.st_blocks, 2048 - 16);
 	hole = lseek(self->fd, 0, SEEK_HOLE);
 	ASSERT_EQ(1 << 20, hole);
+	ASSERT_TRUE(all_zero(self->dev, 1 << 20, 1 << 20));
+	ASSERT_TRUE(all_zero(self->fd, 1 << 20, 1 << 20));
 	/* Neighbours keep their data. */
 	ASSERT_TRUE(same_bytes(self->dev, (1 << 20) - 4096, self->fd,
 			       (1 << 20) - 4096, 4096));

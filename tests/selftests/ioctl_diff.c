@@ -48,7 +48,7 @@ struct drv {
 static const char *errstr(long v, char *buf, size_t len)
 {
 	if (v < 0 && v > -4096) {
-		const char *n = strerrorname_np(-v);
+		const char *n = errno_name(-v);
 
 		snprintf(buf, len, "-%s", n ? n : "E?");
 	} else {
@@ -1164,6 +1164,20 @@ FIXTURE(diff) {
 	int have[2];
 };
 
+/*
+ * A new device of the stock driver. Before 6.1 (5.10 here) LOOP_CTL_ADD of
+ * -1 answered EEXIST whenever some device was free: there the first index
+ * not taken is asked for by number.
+ */
+static int stock_add(int ctl)
+{
+	int r = ioctl(ctl, LOOP_CTL_ADD, -1);
+
+	for (int i = 0; r < 0 && errno == EEXIST && i < 1024; i++)
+		r = ioctl(ctl, LOOP_CTL_ADD, i);
+	return r;
+}
+
 static int drv_setup(struct drv *d, int stock, const char *mnt)
 {
 	memset(d, 0, sizeof(*d));
@@ -1173,8 +1187,8 @@ static int drv_setup(struct drv *d, int stock, const char *mnt)
 		       : lfs_ctl(mnt);
 	if (d->ctl < 0)
 		return -errno;
-	d->idx = ioctl(d->ctl, LOOP_CTL_ADD, -1);
-	d->idx2 = ioctl(d->ctl, LOOP_CTL_ADD, -1);
+	d->idx = stock ? stock_add(d->ctl) : ioctl(d->ctl, LOOP_CTL_ADD, -1);
+	d->idx2 = stock ? stock_add(d->ctl) : ioctl(d->ctl, LOOP_CTL_ADD, -1);
 	if (d->idx < 0 || d->idx2 < 0)
 		return -errno;
 	if (stock) {
@@ -1267,6 +1281,20 @@ static int check_wants(struct __test_metadata *_metadata, const char *name,
 	return bad;
 }
 
+/*
+ * The stock driver of kernels before 6.1 (5.10 here) still had encryption
+ * transfers and kept their names, and answered some misuse otherwise: it
+ * is not what loopfs follows. There its trace is not held to the
+ * expectations, and a step where the two differ is let pass when loopfs
+ * met the expectation, or when it is a cipher name.
+ */
+static bool stock_era_step(const struct step *stock, const struct step *lfs)
+{
+	if (!strcmp(stock->label, "lo_crypt_name"))
+		return true;
+	return lfs->has_want && !strcmp(lfs->got, lfs->want);
+}
+
 typedef void (*seq_fn)(struct trace *t, struct drv *d);
 
 static void run_on(struct __test_metadata *_metadata, FIXTURE_DATA(diff) *self,
@@ -1288,12 +1316,14 @@ static void run_diff(struct __test_metadata *_metadata,
 {
 	struct trace *ts = calloc(1, sizeof(*ts));
 	struct trace *tl = calloc(1, sizeof(*tl));
+	bool stock_followed = kernel_at_least(6, 1);
 	int same = 1;
 
 	ASSERT_NE(NULL, ts);
 	ASSERT_NE(NULL, tl);
 	run_on(_metadata, self, 1, fn, ts);
-	EXPECT_EQ(0, check_wants(_metadata, "stock", ts));
+	if (stock_followed)
+		EXPECT_EQ(0, check_wants(_metadata, "stock", ts));
 	if (getenv("LOOPFS_DIFF_VERBOSE"))
 		for (int i = 0; i < ts->n; i++)
 			TH_LOG("%-40s %s", ts->s[i].label, ts->s[i].got);
@@ -1306,7 +1336,8 @@ static void run_diff(struct __test_metadata *_metadata,
 		same = 0;
 	for (int i = 0; same && i < ts->n; i++)
 		if (strcmp(ts->s[i].label, tl->s[i].label) ||
-		    strcmp(ts->s[i].got, tl->s[i].got))
+		    (strcmp(ts->s[i].got, tl->s[i].got) &&
+		     (stock_followed || !stock_era_step(&ts->s[i], &tl->s[i]))))
 			same = 0;
 	EXPECT_TRUE(same) {
 		print_trace_mismatch(_metadata, ts, tl);

@@ -56,7 +56,7 @@ mount_o_loop_mounts_the_image_and_reads_back_identical() {
 
 the_mounted_device_is_a_loopfs_device() {
 	local maj name
-	maj=$(stat -L -c '%Hr' /dev/loop0)
+	maj=$(devnum -L /dev/loop0 | cut -d: -f1)
 	[ "$maj" != 7 ] || fail "/dev/loop0 is a stock loop device"
 	name=$(disk_name /dev/loop0)
 	case $name in

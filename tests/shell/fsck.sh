@@ -46,14 +46,14 @@ remount_checksums_identical() {
 }
 
 backing_file_is_clean_and_identical() {
-	losetup -d /dev/loop0
+	loop_detach /dev/loop0
 	e2fsck -fn "$img"
 	# and once more through a fresh device, read-only
 	dev=$(losetup --show -f -r "$img")
 	mount -o ro "$dev" /mnt/fs
 	(cd /mnt/fs && sha256sum --quiet -c "$work/manifest")
 	umount /mnt/fs
-	losetup -d "$dev"
+	loop_detach "$dev"
 }
 
 ext4_on_4k_sector_device() {
@@ -68,7 +68,7 @@ ext4_on_4k_sector_device() {
 	mount -o ro "$dev" /mnt/fs
 	cmp "$work/x" /mnt/fs/x
 	umount /mnt/fs
-	losetup -d "$dev"
+	loop_detach "$dev"
 }
 
 # A tmpfs-backed device copies inline in the submitter or, for large
@@ -88,7 +88,7 @@ depth_writes_verify() {
 		{ cat "$work/fio.out"; fail "4 KiB-512 KiB random writes at depth 16"; }
 	expect_eq "$(sha256sum <"$work/depth.img")" "$(sha256sum <"$dev")" \
 		"device and backing file"
-	losetup -d "$dev"
+	loop_detach "$dev"
 }
 
 tap_plan 8

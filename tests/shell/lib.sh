@@ -80,9 +80,42 @@ kernel_has_fs() {
 dmesg_lines() { dmesg | wc -l; }
 dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
 
+# devnum [-L] NODE: the device number of NODE as MAJ:MIN in decimal, as
+# sysfs writes it (stat's %Hr:%Lr is coreutils 9's; 8.32 prints ?r:?r).
+devnum() {
+	local num
+	num=$(stat "$@" -c '%t %T') || return
+	set -- $num
+	echo "$((0x$1)):$((0x$2))"
+}
+
+# util-linux takes a loopfs device named by path for a loop device (from
+# 2.37: /sys/dev/block says the disk is a loop*; before, only major 7 is:
+# losetup_by_path.sh)
+ul_takes_loopfs_paths() {
+	local v
+	v=$(losetup --version | awk '{ print $NF }')
+	[ "$(printf '%s\n2.37\n' "$v" | sort -V | head -n 1)" = 2.37 ]
+}
+
+# loop_detach DEV...: LOOP_CLR_FD on each DEV, as losetup -d does it. Where
+# util-linux refuses a loopfs device by path, busybox's losetup -d, which
+# asks nothing first, does it: the suites that use this test the kernel's
+# clear, losetup_by_path.sh tests losetup -d itself.
+loop_detach() {
+	local d
+	if ul_takes_loopfs_paths; then
+		losetup -d "$@"
+		return
+	fi
+	for d; do
+		busybox losetup -d "$d" || return
+	done
+}
+
 # Sysfs disk name of a block device node (loopfs3-0).
 disk_name() {
-	basename "$(readlink -f "/sys/dev/block/$(stat -L -c '%Hr:%Lr' "$1")")"
+	basename "$(readlink -f "/sys/dev/block/$(devnum -L "$1")")"
 }
 
 # Seconds since boot, with hundredths.

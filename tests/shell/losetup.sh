@@ -82,8 +82,8 @@ partscan_creates_partition_nodes() {
 	done
 	[ -e "/sys/block/$(disk_name "$dev")/$(disk_name "$dev")p1" ] || fail "no p1 in sysfs"
 	# partitions 1..15 take the minors right after the disk's, on our major
-	expect_eq "$(stat -L -c %Hr "$dev")" "$(stat -c %Hr "$I/${n}p1")" "major of p1"
-	expect_eq $(($(stat -L -c %Lr "$dev") + 2)) "$(stat -c %Lr "$I/${n}p2")" "minor of p2"
+	expect_eq "$(devnum -L "$dev" | cut -d: -f1)" "$(devnum "$I/${n}p1" | cut -d: -f1)" "major of p1"
+	expect_eq $(($(devnum -L "$dev" | cut -d: -f2) + 2)) "$(devnum "$I/${n}p2" | cut -d: -f2)" "minor of p2"
 	expect_eq 1 "$(losetup -n -l -O PARTSCAN "$dev" | xargs)" "PARTSCAN column"
 	losetup -d "$dev"
 	wait_gone "$I/${n}p1" || fail "$I/${n}p1 still there after -d"

@@ -166,7 +166,7 @@ watchers_see_partition_nodes() {
 }
 
 clearing_the_device_removes_partition_nodes() {
-	losetup -d "$lf/loop0"
+	loop_detach "$lf/loop0"
 	absent "$lf/loop0p1"
 	expect_eq "block dev-block loop-control loop0 " "$(nodes)" "nodes after losetup -d"
 }
@@ -183,11 +183,12 @@ last_close_of_autoclear_device_removes_nodes() {
 
 # Runs as root of the user namespace; records "step ok" or "step FAIL why".
 {
-declare -f userns_private_dev present absent fail record_step
+declare -f userns_private_dev present absent fail record_step devnum \
+	loop_detach ul_takes_loopfs_paths
 cat <<'INNER'
 set -uo pipefail
 export w=$1 u=$1/u res=$1/u/results
-export -f userns_private_dev present absent fail
+export -f userns_private_dev present absent fail devnum loop_detach ul_takes_loopfs_paths
 private_dev() {
 	userns_private_dev
 	[ -b /dev/loopfs/loop-control ] || [ -c /dev/loopfs/loop-control ]
@@ -211,10 +212,10 @@ blkpg_refused() {
 		echo "partx -d succeeded"; return 1
 	fi
 	present /dev/loopfs/loop0p2
-	[ -e "/sys/dev/block/$(stat -c %Hr:%Lr /dev/loopfs/loop0p2)/partition" ]
+	[ -e "/sys/dev/block/$(devnum /dev/loopfs/loop0p2)/partition" ]
 }
 detach() {
-	losetup -d /dev/loop0
+	loop_detach /dev/loop0
 	absent /dev/loopfs/loop0p1 /dev/loopfs/loop0p2
 }
 autoclear() {
@@ -260,9 +261,9 @@ parted_makes_nodes() {
 	parted -s /dev/loop0 mklabel gpt mkpart p1 1MiB 24MiB mkpart p2 24MiB 100%
 	present /dev/loopfs/loop0p1 /dev/loopfs/loop0p2
 	expect_eq "$(cat /sys/block/loop0/loop0p1/dev)" \
-		"$(stat -c '%Hr:%Lr' /dev/loopfs/loop0p1)" "device number of loop0p1"
+		"$(devnum /dev/loopfs/loop0p1)" "device number of loop0p1"
 	expect_eq "$(cat /sys/block/loop0/loop0p2/dev)" \
-		"$(stat -c '%Hr:%Lr' /dev/loopfs/loop0p2)" "device number of loop0p2"
+		"$(devnum /dev/loopfs/loop0p2)" "device number of loop0p2"
 	expect_eq 2 "$(cat /sys/block/loop0/loop0p2/partition)" "the view's partition 2"
 	expect_eq "loop0 loop0p1 loop0p2" "$(lsblk -l -n -o NAME /dev/loop0 | xargs)" "lsblk"
 }
@@ -298,7 +299,7 @@ partx_delete_in_container() {
 }
 
 detach_in_container() {
-	losetup -d /dev/loop0
+	loop_detach /dev/loop0
 	absent /dev/loopfs/loop0p1 /dev/loopfs/loop0p2
 }
 

@@ -19,7 +19,6 @@ V=/dev/loopfs/block
 DV=/dev/loopfs/dev-block
 
 # MAJ:MIN of block node $1.
-devnum() { stat -L -c '%Hr:%Lr' "$1"; }
 
 # Names in /sys/block, on one line.
 sysblock() { ls -1 /sys/block | paste -sd ' '; }
@@ -102,9 +101,9 @@ bind_view() {
 	expect_eq /dev/loop1 "$(losetup --show -f "$w/b.img")" "losetup --show -f"
 	expect_eq "loop0 loop1" "$(sysblock)" "/sys/block"
 	expect_eq "0 0 555 directory" "$(stat -c '%u %g %a %F' /sys/block/loop0)" "/sys/block/loop0"
-	expect_eq "$(devnum /dev/loop0) $(devnum /dev/loop1)" \
+	expect_eq "$(devnum -L /dev/loop0) $(devnum -L /dev/loop1)" \
 		"$(ls /sys/dev/block | sort -t: -k1,1n -k2,2n | xargs)" "/sys/dev/block"
-	expect_eq ../../block/loop1 "$(readlink "/sys/dev/block/$(devnum /dev/loop1)")" \
+	expect_eq ../../block/loop1 "$(readlink "/sys/dev/block/$(devnum -L /dev/loop1)")" \
 		"/sys/dev/block/MAJ:MIN of loop1"
 }
 
@@ -141,7 +140,7 @@ sysfs_by_container_index() {
 	expect_eq "$w/b.img" "$(cat /sys/block/loop1/loop/backing_file)" "loop/backing_file"
 	expect_eq 4096 "$(cat /sys/block/loop1/size)" "size (sectors)"
 	expect_eq 512 "$(cat /sys/block/loop1/queue/logical_block_size)" "queue/logical_block_size"
-	expect_eq "$(stat -L -c '%Hr:%Lr' /dev/loop1)" "$(cat /sys/block/loop1/dev)" "dev"
+	expect_eq "$(devnum -L /dev/loop1)" "$(cat /sys/block/loop1/dev)" "dev"
 }
 
 mount_reuse_like_stock() {
@@ -197,7 +196,7 @@ partitions_under_container_names() {
 	loopfs*) ;;
 	*) fail "/sys/block/loop0/dev leads to '$disk'" ;;
 	esac
-	p1=$(devnum /dev/loopfs/loop0p1)
+	p1=$(devnum -L /dev/loopfs/loop0p1)
 	expect_eq "$p1" "$(cat /sys/block/loop0/loop0p1/dev)" "loop0p1/dev"
 	expect_eq 1 "$(cat /sys/block/loop0/loop0p1/partition)" "loop0p1/partition"
 	expect_eq loop0p1 "$(ls /sys/block/loop0 | grep -E '^loop.*p[0-9]+$' | xargs)" \
@@ -222,7 +221,7 @@ view_cannot_be_written() {
 		"rmdir $V" "rm -rf $V" "mv $V /dev/loopfs/view" \
 		"touch /sys/block/loop0/new" "rm -f /sys/block/loop0/size" \
 		"ln -s size /sys/block/loop0/size2" "rmdir /sys/block/loop0" \
-		"touch /sys/dev/block/1:1" "rm -f /sys/dev/block/$(devnum /dev/loop0)" \
+		"touch /sys/dev/block/1:1" "rm -f /sys/dev/block/$(devnum -L /dev/loop0)" \
 		"rmdir $DV" "mv $DV /dev/loopfs/view"; do
 		if $t 2>"$w/err"; then
 			fail "$t succeeded"

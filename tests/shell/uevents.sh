@@ -45,7 +45,9 @@ PY
 # $u/$1.stop exists; container "a" also makes, binds and removes a device,
 # noting the nodes' device numbers in $u/a.nodes, and stops listening once
 # it heard the device go (at most 60 s later).
-cat >"$w/inner.sh" <<'INNER'
+{
+declare -f loop_detach ul_takes_loopfs_paths
+cat <<'INNER'
 set -euo pipefail
 u=$1 name=$2
 m=$u/m-$name
@@ -61,9 +63,13 @@ if [ "$name" = a ]; then
 fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), int(sys.argv[2], 16), 0)' "$m/loop-control" "$1"; }
 	ctl 0x4C80
 	losetup -P "$m/loop0" "$u/img"
-	stat -c '%n %Hr:%Lr' "$m/loop0" "$m/loop0p1" "$m/loop0p2" |
-		sed "s|$m/||" >"$u/a.nodes"
-	losetup -d "$m/loop0"
+	# MAJ:MIN in decimal from stat's hexadecimal %t %T (coreutils 8.32
+	# has no %Hr:%Lr).
+	for n in loop0 loop0p1 loop0p2; do
+		read -r maj min < <(stat -c '%t %T' "$m/$n")
+		echo "$n $((0x$maj)):$((0x$min))"
+	done >"$u/a.nodes"
+	loop_detach "$m/loop0"
 	ctl 0x4C81
 	for _ in $(seq 600); do
 		grep -q "^remove /block/loop0 " "$u/a.events" && break
@@ -73,6 +79,7 @@ fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), int(sys.argv[2], 16), 0)' "$m/loop-
 fi
 wait
 INNER
+} >"$w/inner.sh"
 
 setup() {
 	truncate -s 16M "$w/u/img"

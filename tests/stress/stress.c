@@ -67,7 +67,7 @@ static void note_unexpected(enum op op, int e, const char *what)
 
 	if (n < 16)
 		snprintf(sh->diag[n], sizeof(sh->diag[n]), "%s %s: %s",
-			 op_name[op], what, strerrorname_np(e) ?: "E?");
+			 op_name[op], what, errno_name(e) ?: "E?");
 }
 
 /*
