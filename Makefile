@@ -6,6 +6,7 @@
 #   make [KVER=<kver>|KDIR=<dir>]  build loopfs.ko in place
 #   make modules-all               build for every supported kernel in .build/<kver>/, -Werror
 #   make tests-build               build the userspace tests into .build/tests/
+#                                  (and, in its root, for each older release)
 #   make check [SUITES=...] [KERNELS=...]   everything, in QEMU guests (see README.md)
 #   make soak [SOAK_ROUNDS=5]      the guest suites N times per kernel, fresh seeds
 #   make demo                      boot a 6.1 guest and show loopfs at work
@@ -67,25 +68,31 @@ KSRC_TARBALL := /usr/src/linux-source-6.1.tar.xz
 # Every test program links the test library (tests/lib/) and includes
 # loopfs_abi.h from the top of the tree for the names the module shows.
 TESTLIB_HDRS = tests/lib/loopfs_test.h loopfs_abi.h
-TESTLIB_OBJ = $(BUILD)/tests/lib/loopfs_test.o
+# Where the test programs and tools go: .build here; a release root whose C
+# library is older than this machine's builds its own (build-userland.sh).
+TESTS_OUT ?= $(BUILD)
+TESTLIB_OBJ = $(TESTS_OUT)/tests/lib/loopfs_test.o
 TEST_CFLAGS = -O2 -Wall -Werror -D_GNU_SOURCE -I$(CURDIR) -I$(CURDIR)/tests/lib -pthread
 TEST_LDLIBS = -pthread
 
 SELFTEST_SRCS = $(wildcard tests/selftests/*.c)
-SELFTEST_BINS = $(patsubst tests/selftests/%.c,$(BUILD)/tests/selftests/%,$(SELFTEST_SRCS))
+SELFTEST_BINS = $(patsubst tests/selftests/%.c,$(TESTS_OUT)/tests/selftests/%,$(SELFTEST_SRCS))
 
 # The fuzzer and the stress test: built here, run in the guest by
 # tests/fuzz/fuzz.sh and tests/stress/stress.sh.
-LOAD_BINS = $(BUILD)/tests/fuzz/fuzz $(BUILD)/tests/stress/stress
+LOAD_BINS = $(TESTS_OUT)/tests/fuzz/fuzz $(TESTS_OUT)/tests/stress/stress
 
 # Helper programs of the shell suites in tests/security/ (not suites themselves).
 SECURITY_SRCS = $(wildcard tests/security/*.c)
-SECURITY_BINS = $(patsubst tests/security/%.c,$(BUILD)/tests/security/%,$(SECURITY_SRCS))
+SECURITY_BINS = $(patsubst tests/security/%.c,$(TESTS_OUT)/tests/security/%,$(SECURITY_SRCS))
 
 # The fault-injection sweep of make check-debug (tests/debug/faults.sh).
-DEBUG_BINS = $(BUILD)/tests/debug/fault-sweep
+DEBUG_BINS = $(TESTS_OUT)/tests/debug/fault-sweep
 
 tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS) tools-build
+ifneq ($(RELEASE_USERLANDS),0)
+	@$(HARNESS)/build-userland.sh
+endif
 
 $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:
 	@mkdir -p $(KSELFTEST)
@@ -98,17 +105,17 @@ $(TESTLIB_OBJ): tests/lib/loopfs_test.c $(TESTLIB_HDRS)
 	@mkdir -p $(@D)
 	gcc $(TEST_CFLAGS) -c -o $@ $<
 
-$(BUILD)/tests/selftests/%: tests/selftests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS) \
+$(TESTS_OUT)/tests/selftests/%: tests/selftests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS) \
 		$(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h
 	@mkdir -p $(@D)
 	gcc $(TEST_CFLAGS) -I$(KSELFTEST) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 
-$(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS): $(BUILD)/tests/%: tests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS)
+$(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS): $(TESTS_OUT)/tests/%: tests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS)
 	@mkdir -p $(@D)
 	gcc $(TEST_CFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 
 tools-build:
-	@if [ -f tools/Makefile ]; then $(MAKE) -C tools; fi
+	@if [ -f tools/Makefile ]; then $(MAKE) -C tools O=$(TESTS_OUT)/tools; fi
 
 # --- machine set-up ------------------------------------------------------
 

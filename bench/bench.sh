@@ -31,7 +31,13 @@ esac
 if [ -n "${BENCH_KVERS:-}" ]; then
 	read -ra kvers <<<"$BENCH_KVERS"
 else
-	mapfile -t kvers < <("$harness/kvers.sh" guest | grep -v -- -rt-)
+	# Not a release older than this machine's: the benchmark's programs
+	# are built here, for this machine's C library.
+	. "$harness/releases.sh"
+	mapfile -t kvers < <("$harness/kvers.sh" guest | grep -v -- -rt- |
+		while read -r k; do
+			release_builds_userland "$(kver_release "$k")" || echo "$k"
+		done)
 fi
 [ ${#kvers[@]} -gt 0 ] || { echo "bench: no guest kernel found in /boot" >&2; exit 1; }
 [ -x "$build/bench/loopctl" ] || { echo "bench: run make bench-build first" >&2; exit 1; }

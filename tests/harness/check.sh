@@ -3,9 +3,10 @@
 # for every supported kernel (warnings are errors), builds the userspace
 # tests, runs the harness self-test, the Debian package build and install
 # cycle and the lint, then a guest row per release (releases.sh), each
-# booting that release's kernel on its own userland: every suite on the
-# oldest (bookworm's 6.1) and the newest, the core set on those between,
-# and, when its kernel is cached, the debug kernel's row: make check-debug
+# booting that release's kernel on its own userland: every suite on this
+# machine's release (bookworm's 6.1) and the newest, the older set on an
+# older release (bullseye's 5.10), the core set on those between, and,
+# when its kernel is cached, the debug kernel's row: make check-debug
 # with the suites that drive the module's own code (named below).
 # Prints per-row totals and, as the very last line,
 # "N passed, N failed" (after "N skipped" if any).  Exit status 1 on any
@@ -110,19 +111,19 @@ if [ "$tests_ok" -eq 0 ]; then
 	summary
 fi
 
-# One row per release, oldest first. The oldest and the newest run every
-# suite; a release between them runs the core set (releases.sh): every
-# suite on every release does not fit the check's time budget. SUITES,
-# when set, is what every row runs.
+# One row per release, oldest first. This machine's release and the newest
+# run every suite; an older release runs the older set, one between them the
+# core set (releases.sh): every suite on every release does not fit the
+# check's time budget. SUITES, when set, is what every row runs.
 for k in "${guests[@]}"; do
 	rel=$(kver_release "$k")
-	suites=${SUITES:-}
-	if [ -z "$suites" ] && [ "$k" != "${guest_kvers[0]}" ] &&
-		[ "$k" != "${guest_kvers[${#guest_kvers[@]} - 1]}" ]; then
-		suites=${core_suites[*]}
-		step "guest $k ($rel, the core set)"
-	else
+	suites=${SUITES:-$(release_suites "$rel")}
+	if [ -n "${SUITES:-}" ] || [ -z "$suites" ]; then
 		step "guest $k ($rel)"
+	elif release_builds_userland "$rel"; then
+		step "guest $k ($rel, the older set)"
+	else
+		step "guest $k ($rel, the core set)"
 	fi
 	rows+=("$(SUITES=$suites guest_row "$k" "$here/run-guest.sh" "$k") $rel")
 done

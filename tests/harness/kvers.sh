@@ -1,8 +1,10 @@
 #!/bin/bash
 # Print the kernel versions loopfs supports on this machine, one per line.
-#   kvers.sh guest   kernels make check boots, one row each: bookworm's newest
-#                    /boot/vmlinuz-6.1.*-amd64 (the host's userland), then the
-#                    kernel of each release root (releases.sh), oldest first
+#   kvers.sh guest   kernels make check boots, one row each, oldest release
+#                    first: the kernels of the roots of releases older than
+#                    this machine's, bookworm's newest /boot/vmlinuz-6.1.*-amd64
+#                    (the host's userland), then those of the later roots
+#                    (releases.sh)
 #   kvers.sh host    kernels whose headers this machine has (bookworm): the
 #                    newest 6.1 and 6.12 (the backport) of /boot, and their
 #                    PREEMPT_RT flavours' headers in /usr/src
@@ -48,9 +50,12 @@ roots() {
 
 guest() {
 	local r
+	for r in "${older_releases[@]}"; do
+		release_kver "$r"
+	done
 	newest /boot/vmlinuz- '6.1.*-amd64' no
 	for r in "${root_releases[@]}"; do
-		release_kver "$r"
+		release_builds_userland "$r" || release_kver "$r"
 	done
 }
 

@@ -17,8 +17,10 @@ LOOPFS_CACHE=${LOOPFS_CACHE:-$HOME/.cache/loopfs}
 LOOPFS_MIRROR=${LOOPFS_MIRROR:-http://deb.debian.org/debian}
 LOOPFS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 
-# The releases that get a root, oldest first.
-root_releases=(trixie sid)
+# The releases that get a root, oldest first. Those older than this
+# machine's own (bookworm) come first, and are older_releases too.
+root_releases=(bullseye trixie sid)
+older_releases=(bullseye)
 
 # What the suites run in a guest, on the host (bookworm) and in every root.
 userland_pkgs=(
@@ -35,6 +37,44 @@ userland_pkgs=(
 # A root also compiles: its kernels' headers bring their compiler.
 root_pkgs=("${userland_pkgs[@]}" gcc make libc6-dev sparse)
 
+# release_pkgs RELEASE: root_pkgs as RELEASE names them.  bullseye's
+# util-linux (2.36) still ships what util-linux-extra split out later; a
+# release older than this machine's builds the test programs and tools
+# too (release_builds_userland), loopfs-run with libseccomp.
+release_pkgs() {
+	local p
+	for p in "${root_pkgs[@]}"; do
+		case $1/$p in
+		bullseye/util-linux-extra) ;;
+		*) echo "$p" ;;
+		esac
+	done
+	if release_builds_userland "$1"; then
+		echo libseccomp-dev
+	fi
+}
+
+# release_builds_userland RELEASE: RELEASE is older than this machine's:
+# programs linked here need a newer C library than it has, so its root
+# builds its own (build-userland.sh) into release_userland_dir.
+release_builds_userland() {
+	case " ${older_releases[*]} " in
+	*" $1 "*) return 0 ;;
+	esac
+	return 1
+}
+
+# release_userland_dir RELEASE: where the test programs and tools run on
+# RELEASE are (what the guest suites know as LOOPFS_BUILD), given the
+# repository's .build directory
+release_userland_dir() {
+	if release_builds_userland "$2"; then
+		echo "$1/userland/$2"
+	else
+		echo "$1"
+	fi
+}
+
 # The core set: what make check runs on a release between the oldest and
 # the newest, which run every suite (docs/tests.md). The suites that meet
 # what a release's userland changes: the ioctl ABI and the instance's
@@ -45,6 +85,35 @@ root_pkgs=("${userland_pkgs[@]}" gcc make libc6-dev sparse)
 # Words as SUITES takes them.
 core_suites=(tests/selftests/'*' tests/shell/'*.sh' tests/containers/'*.sh'
 	tests/tools/detached-example.sh tests/security/memory.sh)
+
+# The older set: what make check runs on a release older than this
+# machine's (docs/tests.md). Its util-linux (bullseye: 2.36) takes only
+# major 7 for a loop device named by path: losetup -d, -l DEV, -a and -j
+# refuse every loopfs device (losetup_by_path.sh proves what holds there),
+# which the suites that test losetup's listing (losetup.sh, sysblock.sh,
+# userns.sh, loopfs-run.sh, the container managers) do throughout. The
+# set is the C suites, which drive the module through its ioctls and
+# mounts alone, and the shell suites that hold with that util-linux: the
+# article's walk-through, backing files, partitions and their numbers,
+# uevents (their detach is LOOP_CLR_FD: loop_detach in lib.sh), and a
+# detached instance.
+older_suites=(tests/selftests/'*' tests/shell/article.sh
+	tests/shell/backing_pin.sh tests/shell/partitions.sh
+	tests/shell/uevents.sh tests/shell/losetup_by_path.sh
+	tests/tools/detached-example.sh)
+
+# release_suites RELEASE: the SUITES words of RELEASE's row in make check,
+# empty for every suite: this machine's release and the newest run every
+# suite, an older release the older set, one between the core set.
+release_suites() {
+	if [ "$1" = bookworm ] || [ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ]; then
+		return 0
+	elif release_builds_userland "$1"; then
+		echo "${older_suites[*]}"
+	else
+		echo "${core_suites[*]}"
+	fi
+}
 
 # release_root RELEASE: the root directory of RELEASE
 release_root() { echo "$LOOPFS_CACHE/roots/$1"; }

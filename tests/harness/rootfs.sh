@@ -33,7 +33,8 @@ mkdir -p "${root%/*}"
 exec 8>"$root.lock"
 flock 8
 
-want="packages $(printf '%s\n' "${root_pkgs[@]}" | sha1sum | cut -c1-12)"
+mapfile -t pkgs < <(release_pkgs "$rel")
+want="packages $(printf '%s\n' "${pkgs[@]}" | sha1sum | cut -c1-12)"
 if [ "${LOOPFS_ROOT_REFRESH:-0}" != 1 ] && release_ready "$rel" &&
 	grep -qxF "$want" "$stamp"; then
 	log "ready ($(release_kver "$rel"))"
@@ -80,12 +81,12 @@ kver=$(in_root "$root" apt-cache "${apt[@]:3}" depends linux-image-amd64 |
 	sed -n 's/^ *Depends: linux-image-\([0-9].*\)$/\1/p' | head -n 1)
 [ -n "$kver" ] || die "linux-image-amd64 names no kernel"
 rt=${kver%-amd64}-rt-amd64
-log "kernel $kver (and headers of $rt), ${#root_pkgs[@]} packages"
+log "kernel $kver (and headers of $rt), ${#pkgs[@]} packages"
 # initramfs-tools rather than dracut satisfies the image's dependency;
 # INITRD=No keeps its hook from making an initramfs nobody boots.
 in_root "$root" env INITRD=No "${apt[@]}" install --no-install-recommends \
 	initramfs-tools "linux-image-$kver" "linux-headers-$kver" "linux-headers-$rt" \
-	"${root_pkgs[@]}" >>"$root.apt.log" 2>&1 ||
+	"${pkgs[@]}" >>"$root.apt.log" 2>&1 ||
 	{ tail -n 30 "$root.apt.log" >&2; die "apt-get install failed"; }
 in_root "$root" "${apt[@]}" clean
 in_root "$root" depmod -a "$kver"

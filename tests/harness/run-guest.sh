@@ -54,6 +54,8 @@ ko=$build/$kver/loopfs.ko
 groot=${GUEST_ROOT-$(kver_root "$kver")}
 groot=${groot%/}
 kernel=${GUEST_KERNEL:-$groot/boot/vmlinuz-$kver}
+# The test programs and tools for this kernel's release (releases.sh).
+ubuild=$(release_userland_dir "$build" "$(kver_release "$kver")")
 initrd=$build/initramfs/$kver.cpio
 log=$build/results/$run_name.serial.log
 
@@ -84,7 +86,7 @@ rm -f "$build/results/$run_name.totals"
 # tests/selftests/foo.c means its binary.  A word that names no executable
 # suite is reported on fd 3 (a failure of the run, never a silent skip); so
 # is a script in the default set with a "#!" line but no executable bit.
-default_suites=(.build/tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
+default_suites=("${ubuild#"$src"/}/tests/selftests/*" tests/shell/'*.sh' tests/stress/'*.sh'
 	tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh'
 	tests/containers/'*.sh' bench/smoke.sh)
 list_suites() {
@@ -97,7 +99,7 @@ list_suites() {
 			continue
 		fi
 		case $p in
-		tests/selftests/*) p=.build/tests/selftests/$(basename "$p" .c) ;;
+		tests/selftests/*) p=$ubuild/tests/selftests/$(basename "$p" .c) ;;
 		esac
 		[ "${p#/}" = "$p" ] && p=$src/$p
 		n=0
@@ -166,7 +168,7 @@ mkdir -p "$res"
 [ -z "$groot" ] || mkdir -p "$groot$src"
 {
 	printf 'export LOOPFS_SRC=%q\n' "$src"
-	printf 'export LOOPFS_BUILD=%q\n' "$build"
+	printf 'export LOOPFS_BUILD=%q\n' "$ubuild"
 	printf 'export LOOPFS_KO=%q\n' "$ko"
 	printf 'export LOOPFS_KVER=%q\n' "$kver"
 	printf 'export LOOPFS_QUICK=%q\n' "${LOOPFS_QUICK:-}"

@@ -19,6 +19,7 @@ export LOOPFS_QUICK=${LOOPFS_QUICK-1}
 unset LOOPFS_FUZZ_SEED
 cd "$src" || exit 1
 . "$here/gate.sh"
+. "$here/releases.sh"
 
 t0=$(date +%s)
 step() { echo; echo "=== $* ($(($(date +%s) - t0))s)"; }
@@ -49,8 +50,14 @@ if [ "$host_fail" -eq 0 ]; then
 		for k in "${guests[@]}"; do
 			run=soak-$r-$k
 			step "round $r/$rounds: $k"
+			# An older release's util-linux: its set (releases.sh).
+			suites=${SUITES:-}
+			if [ -z "$suites" ] && release_builds_userland "$(kver_release "$k")"; then
+				suites=${older_suites[*]}
+			fi
 			read -r _ gp gf _ < <(guest_row "$run" env GUEST_RUN_NAME="$run" \
-				"$here/run-guest.sh" "$k" 2> >(tee "$src/.build/results/$run.out" >&2))
+				SUITES="$suites" "$here/run-guest.sh" "$k" \
+				2> >(tee "$src/.build/results/$run.out" >&2))
 			pass=$((pass + gp)) fail=$((fail + gf))
 			[ "$gf" -eq 0 ] || failures+=("$run")
 		done
