@@ -69,16 +69,19 @@ mapfile -t guest_kvers < <("$here/kvers.sh" guest)
 if [ ${#guest_kvers[@]} -lt $((1 + ${#root_releases[@]})) ]; then
 	host_result FAIL "found a guest kernel of each release: bookworm's 6.1 in /boot, ${root_releases[*]} in their roots (have: ${guest_kvers[*]:-none})"
 fi
+built=" "
 for k in "${all_kvers[@]}"; do
 	selected "$k" || continue
 	if "$here/build-module.sh" "$k"; then
 		host_result OK "build loopfs.ko for $k"
-		for g in "${guest_kvers[@]}"; do
-			[ "$g" = "$k" ] && guests+=("$k")
-		done
+		built+="$k "
 	else
 		host_result FAIL "build loopfs.ko for $k"
 	fi
+done
+# The guest rows in release order, oldest first.
+for g in "${guest_kvers[@]}"; do
+	[ "${built#* "$g" }" = "$built" ] || guests+=("$g")
 done
 
 step "userspace tests"
