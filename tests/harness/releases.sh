@@ -94,11 +94,11 @@ core_suites=(tests/selftests/'*' tests/shell/'*.sh' tests/containers/'*.sh'
 # userns.sh, loopfs-run.sh, the container managers) do throughout. The
 # set is the C suites, which drive the module through its ioctls and
 # mounts alone, and the shell suites that hold with that util-linux: the
-# article's walk-through, backing files, partitions and their numbers,
-# uevents (their detach is LOOP_CLR_FD: loop_detach in lib.sh), and a
-# detached instance.
+# article's walk-through, backing files, the release's mkfs and fsck,
+# partitions and their numbers, uevents (their detach is LOOP_CLR_FD:
+# loop_detach in lib.sh), and a detached instance.
 older_suites=(tests/selftests/'*' tests/shell/article.sh
-	tests/shell/backing_pin.sh tests/shell/partitions.sh
+	tests/shell/backing_pin.sh tests/shell/fsck.sh tests/shell/partitions.sh
 	tests/shell/uevents.sh tests/shell/losetup_by_path.sh
 	tests/tools/detached-example.sh)
 
