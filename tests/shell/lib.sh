@@ -118,6 +118,12 @@ disk_name() {
 	basename "$(readlink -f "/sys/dev/block/$(devnum -L "$1")")"
 }
 
+# backing_file NODE: the backing file of the device NODE is, as its sysfs
+# directory says it; empty when it is not bound.
+backing_file() {
+	cat "/sys/block/$(disk_name "$1")/loop/backing_file" 2>/dev/null || true
+}
+
 # Seconds since boot, with hundredths.
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
 

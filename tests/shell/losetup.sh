@@ -28,14 +28,12 @@ link_host_nodes() {
 	done
 }
 
-backfile() { cat "/sys/block/$(disk_name "$1")/loop/backing_file"; }
-
 show_f_binds_loop0() {
 	local dev
 	dev=$(losetup --show -f "$work/a.img")
 	expect_eq /dev/loop0 "$dev" "losetup --show -f"
 	[ -b $I/loop0 ] || fail "no loop0 in the instance"
-	expect_eq "$work/a.img" "$(backfile "$dev")" "sysfs backing_file"
+	expect_eq "$work/a.img" "$(backing_file "$dev")" "sysfs backing_file"
 	expect_eq "$work/a.img" "$(losetup -n -O BACK-FILE -l "$dev" | tr -d ' ')" "losetup -O BACK-FILE"
 	cmp "$work/a.img" "$dev"
 }

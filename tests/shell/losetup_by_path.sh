@@ -16,9 +16,6 @@ work=$PWD
 lf=$work/lf
 ul=$(losetup --version | awk '{ print $NF }')
 
-
-backing() { cat "/sys/block/$(disk_name "$1")/loop/backing_file" 2>/dev/null || true; }
-
 # The container's layout: /dev/loop-control and /dev/loop0 are the
 # instance's (a private /dev), its views are bound over /sys/block and
 # /sys/dev/block.
@@ -40,7 +37,7 @@ fcntl.ioctl(os.open(sys.argv[1], os.O_RDWR), 0x4C80, 0)' "$lf/loop-control"
 
 setup_by_path_binds() {
 	losetup /dev/loop0 "$work/a.img"
-	expect_eq "$work/a.img" "$(backing /dev/loop0)" "backing file of loop0"
+	expect_eq "$work/a.img" "$(backing_file /dev/loop0)" "backing file of loop0"
 }
 
 listing_by_path() {
@@ -62,7 +59,7 @@ detach_by_path() {
 	out=$(losetup -d /dev/loop0 2>&1) || rc=$?
 	if ul_takes_loopfs_paths; then
 		expect_eq 0 "$rc" "losetup -d status ($out)"
-		expect_eq "" "$(backing /dev/loop0)" "backing file after losetup -d"
+		expect_eq "" "$(backing_file /dev/loop0)" "backing file after losetup -d"
 		return
 	fi
 	[ "$rc" -ne 0 ] || fail "util-linux $ul detached a loopfs device by path"
@@ -71,27 +68,27 @@ detach_by_path() {
 	*) fail "refusal: $out" ;;
 	esac
 	# Refused: the device is as it was, and LOOP_CLR_FD detaches it.
-	expect_eq "$work/a.img" "$(backing /dev/loop0)" "backing file after the refusal"
+	expect_eq "$work/a.img" "$(backing_file /dev/loop0)" "backing file after the refusal"
 	busybox losetup -d /dev/loop0
-	expect_eq "" "$(backing /dev/loop0)" "backing file after busybox losetup -d"
+	expect_eq "" "$(backing_file /dev/loop0)" "backing file after busybox losetup -d"
 }
 
 find_show_and_mount_o_loop() {
 	local dev
 	dev=$(losetup --show -f "$work/a.img")
 	expect_eq /dev/loop0 "$dev" "losetup --show -f"
-	expect_eq "$work/a.img" "$(backing /dev/loop0)" "backing file of the device -f found"
+	expect_eq "$work/a.img" "$(backing_file /dev/loop0)" "backing file of the device -f found"
 	busybox losetup -d /dev/loop0
 	mount -o loop "$work/a.img" "$work/m"
 	echo hello >"$work/m/hello"
-	expect_eq "$work/a.img" "$(backing /dev/loop0)" "the device mount -o loop bound"
+	expect_eq "$work/a.img" "$(backing_file /dev/loop0)" "the device mount -o loop bound"
 	umount "$work/m"
 	# autoclear: the last close after umount detached it
 	for _ in $(seq 50); do
-		[ -n "$(backing /dev/loop0)" ] || break
+		[ -n "$(backing_file /dev/loop0)" ] || break
 		sleep 0.1
 	done
-	expect_eq "" "$(backing /dev/loop0)" "backing file after umount (autoclear)"
+	expect_eq "" "$(backing_file /dev/loop0)" "backing file after umount (autoclear)"
 }
 
 tap_plan 5
