@@ -4,7 +4,7 @@
 #
 # bookworm is this machine: its kernels' headers and images are installed by
 # deps.sh, its compiler is the host's gcc and its userland the host's /.
-# Every later release has a root directory of its own under
+# Every other release, older or later, has a root directory of its own under
 # $LOOPFS_CACHE/roots/<release>/ (rootfs.sh: debootstrap from the archive,
 # then that release's compiler, its kernel image and headers, dkms and what
 # the suites run): modules for its kernels are compiled chrooted in it, and
@@ -75,8 +75,8 @@ release_userland_dir() {
 	fi
 }
 
-# The core set: what make check runs on a release between the oldest and
-# the newest, which run every suite (docs/tests.md). The suites that meet
+# The core set: what make check runs on a release between this machine's
+# and the newest, which run every suite (docs/tests.md). The suites that meet
 # what a release's userland changes: the ioctl ABI and the instance's
 # life as the C suites drive them, util-linux and e2fsprogs (the shell
 # suites), podman and lxc (the container managers), a detached instance,
