@@ -166,6 +166,19 @@ static inline void compat_disk_suppress_part_scan(struct gendisk *disk,
 #endif
 }
 
+/*
+ * Partitions numbered past the disk's own minors take device numbers of
+ * the extended major. Where the flag exists, only a disk that sets it gets
+ * them (the in-tree loop driver does); later kernels give them to every
+ * disk.
+ */
+static inline void compat_disk_allow_ext_devt(struct gendisk *disk)
+{
+#ifdef GENHD_FL_EXT_DEVT
+	disk->flags |= GENHD_FL_EXT_DEVT;
+#endif
+}
+
 /* A disk's writeback state was its queue's. */
 #ifdef LOOPFS_HAVE_DISK_BDI
 #define compat_disk_bdi(disk)		((disk)->bdi)

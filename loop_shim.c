@@ -1443,6 +1443,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	disk->events = DISK_EVENT_MEDIA_CHANGE;
 	disk->event_flags = DISK_EVENT_FLAG_UEVENT;
 	compat_disk_suppress_part_scan(disk, true);
+	compat_disk_allow_ext_devt(disk);
 	/*
 	 * A device whose backing file stops answering (a tenant's FUSE daemon
 	 * that hangs) must not collect dirty pages up to the host-wide limit,
