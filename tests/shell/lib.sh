@@ -76,6 +76,13 @@ kernel_has_fs() {
 	grep -qw "$1" /proc/filesystems || modinfo "$1" >/dev/null 2>&1
 }
 
+# kernel_at_least VERSION: the running kernel is VERSION (x.y) or later
+kernel_at_least() {
+	local k
+	k=$(uname -r | cut -d- -f1)
+	[ "$(printf '%s\n%s\n' "$1" "$k" | sort -V | head -n 1)" = "$1" ]
+}
+
 # Kernel log lines printed since the given line count.
 dmesg_lines() { dmesg | wc -l; }
 dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
