@@ -1,8 +1,9 @@
 #!/bin/bash
 # The Debian packages as a user of each supported release meets them.
 # Packages are installed and removed on this machine (bookworm) and in each
-# later release's root (tests/harness/releases.sh), with that release's apt
-# and dkms; the module is only ever loaded in guests.
+# release's root (tests/harness/releases.sh), with that release's apt and
+# dkms; the module is only ever loaded in guests. An older release's root
+# gets loopfs-dkms alone (dkms_cycle).
 #   1. Build loopfs-dkms and loopfs-tools once, here, from the files git
 #      tracks, at the tree's version and at a later one (same sources, a
 #      version bumped in dkms.conf and debian/changelog).
@@ -47,15 +48,16 @@ export DEBIAN_FRONTEND=noninteractive
 # The releases, each with the root its packages go to ("" for this
 # machine) and its guest kernel; KERNELS (as for make check) chooses
 # releases by their guest kernels.
-# A release older than this machine's is left out: loopfs-tools, built
-# here, needs this machine's C library.
+# On a release older than this machine's, loopfs-tools built here needs a
+# newer C library than it has: there only loopfs-dkms, which is the same
+# source on every release, goes through the cycle with the release's dkms
+# (dkms_cycle), and the tools are built from source (README).
 releases=() rootdirs=() rel_guests=()
 host_guest=$(printf '%s\n' "${guest_kvers[@]}" | grep -m1 '^6\.1\.' || true)
 if selected "$host_guest"; then
 	releases+=(bookworm) rootdirs+=("") rel_guests+=("$host_guest")
 fi
 for r in "${root_releases[@]}"; do
-	release_builds_userland "$r" && continue
 	release_ready "$r" && selected "$(release_kver "$r")" || continue
 	releases+=("$r")
 	rootdirs+=("$(release_root "$r")")
@@ -63,10 +65,19 @@ for r in "${root_releases[@]}"; do
 done
 
 # kernels_of ROOT: the kernels whose headers ROOT has, which DKMS builds for
+# (a build link may be absolute: bullseye's are, and name ROOT's /usr/src)
 kernels_of() {
-	local b
+	local b t
 	for b in "$1"/lib/modules/*/build; do
-		[ -e "$b/include" ] || continue
+		t=$b
+		if [ -L "$b" ]; then
+			t=$(readlink "$b")
+			case $t in
+			/*) t=$1$t ;;
+			*) t=${b%/build}/$t ;;
+			esac
+		fi
+		[ -e "$t/include" ] || continue
 		b=${b%/build}
 		echo "${b##*/}"
 	done
@@ -76,7 +87,11 @@ kernels_of() {
 cycle_tests() {
 	local nk
 	nk=$(kernels_of "${rootdirs[$1]}" | wc -l)
-	echo $((1 + nk + 4 + 7 + 2 + nk + 2 + 1 + 4))
+	if release_builds_userland "${releases[$1]}"; then
+		echo $((1 + nk + 1 + 1 + 4))
+	else
+		echo $((1 + nk + 4 + 7 + 2 + nk + 2 + 1 + 4))
+	fi
 }
 
 planned=2
@@ -209,9 +224,10 @@ module_ok() {
 }
 
 # dkms_state: "VERSION KERNEL STATE" per line, as dkms status says it
+# ("loopfs/VERSION, KERNEL, ARCH: STATE"; before dkms 3, "loopfs, VERSION,")
 dkms_state() {
 	"${at[@]}" dkms status -m loopfs 2>/dev/null |
-		sed -n 's|^loopfs/\([^,]*\), \([^,]*\), [^:]*: \(.*\)$|\1 \2 \3|p' | sort
+		sed -n 's|^loopfs[/,] *\([^,]*\), \([^,]*\), [^:]*: \(.*\)$|\1 \2 \3|p' | sort
 }
 
 # dkms_installed_everywhere VERSION: dkms lists VERSION installed for every
@@ -251,7 +267,7 @@ debs2=("$work/v2/loopfs-$ver2/.build/deb/loopfs-dkms_${ver2}_all.deb"
 
 # cycle INDEX: steps 2 to 6 on release INDEX
 cycle() {
-	local k g rc out n left new shipped=$work/shipped before=$work/before
+	local k g rc out n shipped=$work/shipped before=$work/before
 	use_release "$1"
 	g=${rel_guests[$1]}
 	mapfile -t kernels < <(kernels_of "$root")
@@ -324,7 +340,16 @@ cycle() {
 	fi
 
 	# 6. purge
-	check "apt-get purge loopfs-dkms loopfs-tools" apt_get purge -y loopfs-dkms loopfs-tools
+	purge_checks "$shipped" "$before" loopfs-dkms loopfs-tools
+}
+
+# purge_checks SHIPPED BEFORE PACKAGE...: apt-get purge PACKAGEs; nothing
+# of them is left: no package state, none of the files listed in SHIPPED,
+# nothing named loopfs that was not in BEFORE
+purge_checks() {
+	local shipped=$1 before=$2 left new
+	shift 2
+	check "apt-get purge $*" apt_get purge -y "$@"
 	check "dpkg keeps no state of either package" no_package_state
 	left=$(while read -r f; do [ -e "$f" ] && echo "$f"; done <"$shipped")
 	if [ -s "$shipped" ] && [ -z "$left" ]; then
@@ -342,7 +367,45 @@ cycle() {
 	fi
 }
 
+# dkms_cycle INDEX: on an older release, loopfs-dkms alone: installed
+# with the release's apt and dkms (its package scripts run the release's
+# DKMS), built for every kernel with headers, built again by the
+# new-headers hook, purged without a trace.
+dkms_cycle() {
+	local k shipped=$work/shipped before=$work/before
+	use_release "$1"
+	mapfile -t kernels < <(kernels_of "$root")
+	fake_uname "${rel_guests[$1]}"
+	purge_ours
+	ours_under >"$before"
+	check "apt-get install ./loopfs-dkms_${ver}_all.deb (dkms $("${at[@]}" dpkg-query -W -f='${Version}' dkms))" \
+		apt_get install -y "${debs1[0]}"
+	for k in "${kernels[@]}"; do
+		check "DKMS installed loopfs.ko $ver for $k, vermagic $k" module_ok "$k" "$ver"
+	done
+	check "dkms status: loopfs $ver installed for every kernel with headers, nothing else" \
+		dkms_installed_everywhere "$ver"
+	{
+		"${at[@]}" dpkg-query -L loopfs-dkms 2>/dev/null
+		for k in "${kernels[@]}"; do module_of "$k"; done
+	} | while read -r f; do [ -f "$root$f" ] && echo "$root$f"; done | sort -u >"$shipped"
+	k=${kernels[0]:-none}
+	"${at[@]}" dkms remove -m loopfs -v "$ver" -k "$k" >"$log" 2>&1
+	if [ -z "$(module_of "$k")" ] &&
+		run "${at[@]}" /etc/kernel/header_postinst.d/dkms "$k" &&
+		module_ok "$k" "$ver"; then
+		tap OK "$rel: a build removed for $k comes back from DKMS's new-headers hook"
+	else
+		tap FAIL "$rel: a build removed for $k comes back from DKMS's new-headers hook" "$log"
+	fi
+	purge_checks "$shipped" "$before" loopfs-dkms
+}
+
 for i in "${!releases[@]}"; do
-	cycle "$i"
+	if release_builds_userland "${releases[$i]}"; then
+		dkms_cycle "$i"
+	else
+		cycle "$i"
+	fi
 done
 [ "$tap_failed" -eq 0 ]
