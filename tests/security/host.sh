@@ -30,10 +30,12 @@ cleanup() {
 trap cleanup EXIT
 
 # Run a bash script as root of a fresh user namespace of the unprivileged
-# uid (its own mount namespace too); $w and $tool are in its environment.
+# uid (its own mount namespace too); $w and $tool are in its environment,
+# and $detach, the command that clears a loop device named by path.
+detach=$(loop_detach_cmd)
 as_tenant() {
 	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-		env w="$w" tool="$tool" \
+		env w="$w" tool="$tool" detach="$detach" \
 		unshare -Urm bash -euo pipefail -c "$1"
 }
 
@@ -215,9 +217,17 @@ host_uid_sysfs_writes() {
 # --- where a device's data lives is its owner's business ---
 
 backing_private() {
-	local d out other
+	local d out other show want
 	mkdir -m 0700 "$w/u/private"
 	chown "$uid:$uid" "$w/u/private"
+	# util-linux before 2.37 lists no loopfs device by path: busybox's
+	# losetup shows the backing file and offset from LOOP_GET_STATUS64.
+	show="losetup -l -n -O BACK-FILE,OFFSET,SIZELIMIT"
+	want="$w/u/private/customer-db.img 4096 1048576"
+	if ! ul_takes_loopfs_paths; then
+		show="busybox losetup"
+		want="/dev/loop0: 4096 $w/u/private/customer-db.img"
+	fi
 	out=$(as_tenant '
 		mkdir -p "$w/u/m9"
 		mount -t loop loop "$w/u/m9"
@@ -231,11 +241,11 @@ backing_private() {
 		# The container names its device as a container manager links it.
 		unshare -m sh -c "mount -t tmpfs tmpfs /dev &&
 			ln -s $w/u/m9/loop0 /dev/loop0 &&
-			losetup -l -n -O BACK-FILE,OFFSET,SIZELIMIT /dev/loop0" | xargs
+			'"$show"' /dev/loop0" | xargs
 		sleep 120 >/dev/null 2>&1 &
 		echo $! >"$w/u/holder"
 	')
-	expect_eq "$w/u/private/customer-db.img 4096 1048576" "$out" "losetup -l in the container"
+	expect_eq "$want" "$out" "$show in the container"
 	d=$(cat "$w/u/sysdir9")/loop
 	# shellcheck disable=SC2016 # expanded by the other user's shell
 	other=$(setpriv --reuid=$((uid + 1)) --regid=$((uid + 1)) --clear-groups \
@@ -268,7 +278,7 @@ partscan_on_by_default() {
 		"$tool" ctl-add "$w/u/m4/loop-control" >/dev/null
 		losetup -P "$w/u/m4/loop0" "$w/u/img"
 		ls "$w/u/m4" | grep -c "^loop0p[12]$"
-		losetup -d "$w/u/m4/loop0"
+		$detach "$w/u/m4/loop0"
 	')
 	expect_eq 2 "$out" "partition nodes"
 }
@@ -304,7 +314,7 @@ partscan_refused_set_status() {
 		"$tool" flags "$w/u/m6/loop0"
 		ls "$w/u/m6" | grep -c "^loop0p" || true
 		cmp -n 4096 "$w/u/img" "$w/u/m6/loop0" && echo data
-		losetup -d "$w/u/m6/loop0"
+		$detach "$w/u/m6/loop0"
 	')
 	expect_eq "EPERM
 0
@@ -319,7 +329,7 @@ partscan_host_instance() {
 	"$tool" ctl-add "$w/host/loop-control" >/dev/null
 	losetup -P "$w/host/loop0" "$w/u/img"
 	expect_eq 2 "$(ls "$w/host" | grep -c '^loop0p[12]$')" "host partition nodes"
-	losetup -d "$w/host/loop0"
+	loop_detach "$w/host/loop0"
 	echo 1 >"$param"
 	expect_eq Y "$(cat "$param")" "container_partscan back on"
 }
@@ -359,15 +369,15 @@ partscan_devices_bounded() {
 		'"$await_go"'
 		if losetup -r -P "$w/u/m8/loop8" "$w/u/img254" 2>"$w/u/err"; then
 			echo "a ninth scans"
-			losetup -d "$w/u/m8/loop8"
+			$detach "$w/u/m8/loop8"
 		else
 			echo "refused: $(grep -o "No space left on device" "$w/u/err")"
 		fi
 		losetup -r "$w/u/m8/loop8" "$w/u/img254" && echo "binds without -P"
-		losetup -d "$w/u/m8/loop8"
-		losetup -d "$w/u/m8/loop0"
+		$detach "$w/u/m8/loop8"
+		$detach "$w/u/m8/loop0"
 		losetup -r -P "$w/u/m8/loop8" "$w/u/img254" && echo "scans after a clear"
-		for i in $(seq 1 8); do losetup -d "$w/u/m8/loop$i"; done
+		for i in $(seq 1 8); do $detach "$w/u/m8/loop$i"; done
 	' >"$w/scan.out" 2>&1 &
 	wait_for_tenant "$w/scan.out"
 	m1=$(mem_kib) e1=$(ext_minors)
@@ -404,7 +414,7 @@ stale_partition_node() {
 		touch "$w/u/keep"
 		mount --bind "$w/u/m7/loop0p17" "$w/u/keep"
 		stat -c %t:%T "$w/u/keep" >"$w/u/olddev"
-		losetup -d "$w/u/m7/loop0"
+		$detach "$w/u/m7/loop0"
 		echo $$ >"$w/u/pid"
 		'"$await_go"'
 		if head -c 64 "$w/u/keep" >"$w/u/stolen" 2>"$w/u/err"; then
@@ -426,7 +436,7 @@ stale_partition_node() {
 	touch "$w/u/go"
 	wait || true
 	cat "$w/stale.out"
-	losetup -d "$w/host2/loop0"
+	loop_detach "$w/host2/loop0"
 	umount "$w/host2"
 	grep -qx "nodes 18" "$w/stale.out" || fail "partition nodes missing"
 	# Only a reused dev_t shows the attack; the allocator gives the lowest.

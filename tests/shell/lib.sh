@@ -105,18 +105,29 @@ ul_takes_loopfs_paths() {
 	[ "$(printf '%s\n2.37\n' "$v" | sort -V | head -n 1)" = 2.37 ]
 }
 
-# loop_detach DEV...: LOOP_CLR_FD on each DEV, as losetup -d does it. Where
-# util-linux refuses a loopfs device by path, busybox's losetup -d, which
-# asks nothing first, does it: the suites that use this test the kernel's
-# clear, losetup_by_path.sh tests losetup -d itself.
+# loop_detach_cmd: the command that clears a loop device named by path, as
+# losetup -d does: util-linux's where it takes a loopfs device by path,
+# else busybox's losetup -d, which asks nothing first. The suites that use
+# it test the kernel's clear, losetup_by_path.sh tests losetup -d itself.
+loop_detach_cmd() {
+	if ul_takes_loopfs_paths; then
+		echo "losetup -d"
+	else
+		echo "busybox losetup -d"
+	fi
+}
+
+# loop_detach DEV...: LOOP_CLR_FD on each DEV, as loop_detach_cmd's
+# command does it; needs only ul_takes_loopfs_paths where a suite hands it
+# to another shell.
 loop_detach() {
 	local d
-	if ul_takes_loopfs_paths; then
-		losetup -d "$@"
-		return
-	fi
 	for d; do
-		busybox losetup -d "$d" || return
+		if ul_takes_loopfs_paths; then
+			losetup -d "$d" || return
+		else
+			busybox losetup -d "$d" || return
+		fi
 	done
 }
 
