@@ -244,6 +244,13 @@ run_test "tenant B's create/configure/O_DIRECT read/clear/remove take < 1 s each
 run_test "A's configure (direct I/O sync) and change-fd stuck on the stalled file do not hold up B (< 1 s a step)" stall_ioctls
 run_test "A's task waiting behind its stuck change-fd, and the stuck configure, die on SIGKILL within 3 s" killable
 run_test "aborting A's FUSE connection ends every stuck task and removes every device of A" teardown
-run_test "the worker's page cache for a group's 24 MiB of writes counts against its 8 MiB memory.max" memcg
+memcg_name="the worker's page cache for a group's 24 MiB of writes counts against its 8 MiB memory.max"
+if kernel_at_least 5.12; then
+	run_test "$memcg_name" memcg
+else
+	# README: before 5.12 page cache is charged to the root group whichever
+	# group the worker makes active (memory.sh checks what holds there)
+	skip_test "$memcg_name" "the worker's page cache is charged to the root group before 5.12"
+fi
 rm -rf "$w" 2>/dev/null
 tap_done
