@@ -11,12 +11,12 @@ BIN=${LOOPFS_BUILD:-$here/../../.build}/tools
 RUN=$BIN/loopfs-run
 PROBE=$BIN/mnt-probe
 CUID=${LOOPFS_UNPRIV_UID:-1000}
-# Attempts of each racing-thread test: LOOPFS_RACE_N, else 2000 with
+# Attempts of each racing-thread test: LOOPFS_RACE_N, else 1000 with
 # LOOPFS_QUICK and 10000 without.
 if [ -n "${LOOPFS_RACE_N:-}" ]; then
 	RACE_N=$LOOPFS_RACE_N
 elif [ "${LOOPFS_QUICK:-0}" = 1 ]; then
-	RACE_N=2000
+	RACE_N=1000
 else
 	RACE_N=10000
 fi
