@@ -265,6 +265,30 @@ debs1=("$work/v1/loopfs-$ver/.build/deb/loopfs-dkms_${ver}_all.deb"
 debs2=("$work/v2/loopfs-$ver2/.build/deb/loopfs-dkms_${ver2}_all.deb"
 	"$work/v2/loopfs-$ver2/.build/deb/loopfs-tools_${ver2}_$arch.deb")
 
+# shipped_files PACKAGE...: every file the PACKAGEs installed and the
+# modules DKMS built, for the purge to account for
+shipped_files() {
+	local k f
+	{
+		"${at[@]}" dpkg-query -L "$@" 2>/dev/null
+		for k in "${kernels[@]}"; do module_of "$k"; done
+	} | while read -r f; do [ -f "$root$f" ] && echo "$root$f"; done | sort -u
+}
+
+# headers_hook_check VERSION: the build of VERSION removed for the first
+# kernel comes back from DKMS's hook for newly installed headers
+headers_hook_check() {
+	local k=${kernels[0]:-none}
+	"${at[@]}" dkms remove -m loopfs -v "$1" -k "$k" >"$log" 2>&1
+	if [ -z "$(module_of "$k")" ] &&
+		run "${at[@]}" /etc/kernel/header_postinst.d/dkms "$k" &&
+		module_ok "$k" "$1"; then
+		tap OK "$rel: a build removed for $k comes back from DKMS's new-headers hook"
+	else
+		tap FAIL "$rel: a build removed for $k comes back from DKMS's new-headers hook" "$log"
+	fi
+}
+
 # cycle INDEX: steps 2 to 6 on release INDEX
 cycle() {
 	local k g rc out n shipped=$work/shipped before=$work/before
@@ -290,11 +314,7 @@ cycle() {
 	check "the udev rule and the modprobe.d file are in place" \
 		test -f "$root/usr/lib/udev/rules.d/59-loopfs.rules" -a -f "$root/etc/modprobe.d/loopfs.conf"
 
-	# Every file the packages installed, for the purge to account for.
-	{
-		"${at[@]}" dpkg-query -L loopfs-dkms loopfs-tools 2>/dev/null
-		for k in "${kernels[@]}"; do module_of "$k"; done
-	} | while read -r f; do [ -f "$root$f" ] && echo "$root$f"; done | sort -u >"$shipped"
+	shipped_files loopfs-dkms loopfs-tools >"$shipped"
 
 	# 3. a guest of the release's kernel on the installed module
 	GUEST_RUN_NAME=deb-$g "$src/tests/harness/run-guest.sh" --run "$g" \
@@ -329,15 +349,7 @@ cycle() {
 		sh -c "! ls -d $root/usr/src/loopfs-$ver $root/var/lib/dkms/loopfs/$ver 2>&1"
 
 	# 5. a kernel's headers installed after the package
-	k=${kernels[0]:-none}
-	"${at[@]}" dkms remove -m loopfs -v "$ver2" -k "$k" >"$log" 2>&1
-	if [ -z "$(module_of "$k")" ] &&
-		run "${at[@]}" /etc/kernel/header_postinst.d/dkms "$k" &&
-		module_ok "$k" "$ver2"; then
-		tap OK "$rel: a build removed for $k comes back from DKMS's new-headers hook"
-	else
-		tap FAIL "$rel: a build removed for $k comes back from DKMS's new-headers hook" "$log"
-	fi
+	headers_hook_check "$ver2"
 
 	# 6. purge
 	purge_checks "$shipped" "$before" loopfs-dkms loopfs-tools
@@ -385,19 +397,8 @@ dkms_cycle() {
 	done
 	check "dkms status: loopfs $ver installed for every kernel with headers, nothing else" \
 		dkms_installed_everywhere "$ver"
-	{
-		"${at[@]}" dpkg-query -L loopfs-dkms 2>/dev/null
-		for k in "${kernels[@]}"; do module_of "$k"; done
-	} | while read -r f; do [ -f "$root$f" ] && echo "$root$f"; done | sort -u >"$shipped"
-	k=${kernels[0]:-none}
-	"${at[@]}" dkms remove -m loopfs -v "$ver" -k "$k" >"$log" 2>&1
-	if [ -z "$(module_of "$k")" ] &&
-		run "${at[@]}" /etc/kernel/header_postinst.d/dkms "$k" &&
-		module_ok "$k" "$ver"; then
-		tap OK "$rel: a build removed for $k comes back from DKMS's new-headers hook"
-	else
-		tap FAIL "$rel: a build removed for $k comes back from DKMS's new-headers hook" "$log"
-	fi
+	shipped_files loopfs-dkms >"$shipped"
+	headers_hook_check "$ver"
 	purge_checks "$shipped" "$before" loopfs-dkms
 }
 
