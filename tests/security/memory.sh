@@ -143,24 +143,23 @@ tap_plan 6
 run_test "set-up: cgroup2 with memory and io, tmpfs, ext4 on zram, an instance" setup
 run_test "tmpfs backing, O_DIRECT QD1: 256 MiB of writes stop at the writer's 64 MiB limit (OOM kill)" \
 	held "$w/tmpfs/f" "$(fio_write 1 1)" oom-killed
-# Before 5.12 the page cache allocated for the device's worker is charged
-# to the root group, whichever group the worker makes active (README): a
-# group holds only what is served inline, in its writer's own context,
-# which there is tmpfs at depth 1 alone.
+# Where the worker's page cache is charged to the root group (lib.sh's
+# kernel_charges_worker_memcg), a group holds only what is served inline,
+# in its writer's own context: tmpfs at depth 1 alone.
 worker_cases=(
 	"tmpfs backing, O_DIRECT QD32: 256 MiB of writes stop at the writer's 64 MiB limit (OOM kill)"
 	"ext4 backing, O_DIRECT QD1: the writer's 64 MiB group holds 256 MiB of writes"
 	"ext4 backing, O_DIRECT QD32: the writer's 64 MiB group holds 256 MiB of writes"
 	"ext4 backing, buffered writes left to writeback: the group holds 256 MiB"
 )
-if kernel_at_least 5.12; then
+if kernel_charges_worker_memcg; then
 	run_test "${worker_cases[0]}" held "$w/tmpfs/f" "$(fio_write 32 1)" oom-killed
 	run_test "${worker_cases[1]}" held "$w/ext4/f" "$(fio_write 1 1)" completes
 	run_test "${worker_cases[2]}" held "$w/ext4/f" "$(fio_write 32 1)" completes
 	run_test "${worker_cases[3]}" held "$w/ext4/f" "$(fio_write 1 0)" either
 else
 	for c in "${worker_cases[@]}"; do
-		skip_test "$c" "the worker's page cache is charged to the root group before 5.12"
+		skip_test "$c" "$no_worker_memcg"
 	done
 fi
 cleanup

@@ -245,12 +245,10 @@ run_test "A's configure (direct I/O sync) and change-fd stuck on the stalled fil
 run_test "A's task waiting behind its stuck change-fd, and the stuck configure, die on SIGKILL within 3 s" killable
 run_test "aborting A's FUSE connection ends every stuck task and removes every device of A" teardown
 memcg_name="the worker's page cache for a group's 24 MiB of writes counts against its 8 MiB memory.max"
-if kernel_at_least 5.12; then
+if kernel_charges_worker_memcg; then
 	run_test "$memcg_name" memcg
 else
-	# README: before 5.12 page cache is charged to the root group whichever
-	# group the worker makes active (memory.sh checks what holds there)
-	skip_test "$memcg_name" "the worker's page cache is charged to the root group before 5.12"
+	skip_test "$memcg_name" "$no_worker_memcg"
 fi
 rm -rf "$w" 2>/dev/null
 tap_done

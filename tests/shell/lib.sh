@@ -117,19 +117,23 @@ loop_detach_cmd() {
 	fi
 }
 
-# loop_detach DEV...: LOOP_CLR_FD on each DEV, as loop_detach_cmd's
-# command does it; needs only ul_takes_loopfs_paths where a suite hands it
-# to another shell.
+# loop_detach DEV...: LOOP_CLR_FD on each DEV with loop_detach_cmd's
+# command (a suite handing it to another shell hands both, and
+# ul_takes_loopfs_paths)
 loop_detach() {
-	local d
+	local d cmd
+	cmd=$(loop_detach_cmd)
 	for d; do
-		if ul_takes_loopfs_paths; then
-			losetup -d "$d" || return
-		else
-			busybox losetup -d "$d" || return
-		fi
+		$cmd "$d" || return
 	done
 }
+
+# kernel_charges_worker_memcg: the page cache a device's worker allocates
+# is charged to the memory cgroup it makes active (5.12); before, to the
+# root group, and a group's limit holds only what its writer's own context
+# is served (README: Linux 5.10)
+kernel_charges_worker_memcg() { kernel_at_least 5.12; }
+no_worker_memcg="the worker's page cache is charged to the root group before 5.12"
 
 # Sysfs disk name of a block device node (loopfs3-0).
 disk_name() {

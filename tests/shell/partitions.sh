@@ -184,11 +184,12 @@ last_close_of_autoclear_device_removes_nodes() {
 # Runs as root of the user namespace; records "step ok" or "step FAIL why".
 {
 declare -f userns_private_dev present absent fail record_step devnum \
-	loop_detach ul_takes_loopfs_paths
+	loop_detach loop_detach_cmd ul_takes_loopfs_paths
 cat <<'INNER'
 set -uo pipefail
 export w=$1 u=$1/u res=$1/u/results
-export -f userns_private_dev present absent fail devnum loop_detach ul_takes_loopfs_paths
+export -f userns_private_dev present absent fail devnum loop_detach loop_detach_cmd \
+	ul_takes_loopfs_paths
 private_dev() {
 	userns_private_dev
 	[ -b /dev/loopfs/loop-control ] || [ -c /dev/loopfs/loop-control ]

@@ -46,7 +46,7 @@ PY
 # noting the nodes' device numbers in $u/a.nodes, and stops listening once
 # it heard the device go (at most 60 s later).
 {
-declare -f loop_detach ul_takes_loopfs_paths
+declare -f loop_detach loop_detach_cmd ul_takes_loopfs_paths
 cat <<'INNER'
 set -euo pipefail
 u=$1 name=$2
