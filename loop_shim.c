@@ -6,9 +6,12 @@
  * requests.
  *
  * Locks, in the order they nest:
- *   disk->open_mutex: held by the block layer around ->release (the last
- *     close unbinds an autoclear or orphaned device under it), and by
- *     loop_dev_orphan() and loop_dev_claim_for_removal() around ->lock.
+ *   disk->open_mutex: held by the block layer around ->open and ->release
+ *     (the last close unbinds an autoclear or orphaned device under it),
+ *     and by loop_dev_orphan() and loop_dev_claim_for_removal() around
+ *     ->lock. Every opener of the disk waits for it unkillably, so under
+ *     it ->lock is only tried (->open reads the state without it), or
+ *     taken when no ioctl can hold it: the last close, an orphaning.
  *   ldev->lock: one device's state and configuration. May be held while
  *     the device's queue freezes or its backing file syncs, so nothing
  *     outside that device waits on it; user tasks take it killably.
@@ -33,6 +36,7 @@
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/capability.h>
+#include <linux/cgroup.h>
 #include <linux/compat.h>
 #include <linux/cred.h>
 #include <linux/error-injection.h>
@@ -1238,17 +1242,47 @@ static int loop_dev_compat_ioctl(struct block_device *bdev, blk_mode_t mode,
 
 /* ---- open, release and lifetime ---- */
 
+/*
+ * Whoever holds CAP_MKNOD can make a node for any device number, and a
+ * device-cgroup rule for the driver's major covers every device of every
+ * tenant: the number is no secret and the node's mode no barrier. The
+ * disk therefore opens only for tasks of its tenant's cgroup (or one
+ * below it), however the node was made, and for host root. The block
+ * layer asks here for every open of the whole disk, and for the opens of
+ * a partition that find it closed (or all of them, on kernels that open
+ * the whole disk for each).
+ */
+static bool loop_dev_may_open(struct loop_dev *ldev)
+{
+	bool inside;
+
+	if (!ldev->tenant)
+		return true;
+	rcu_read_lock();
+	inside = task_under_cgroup_hierarchy(current, ldev->tenant);
+	rcu_read_unlock();
+	return inside || capable(CAP_SYS_ADMIN);
+}
+
 static int loop_dev_open(struct gendisk *disk, blk_mode_t mode)
 {
 	struct loop_dev *ldev = disk->private_data;
-	int err = mutex_lock_killable(&ldev->lock);
+	enum loop_dev_state state;
 
-	if (err)
-		return err;
-	if (ldev->state == LOOP_DEV_DELETING || ldev->state == LOOP_DEV_RUNDOWN)
-		err = -ENXIO;
-	mutex_unlock(&ldev->lock);
-	return err;
+	if (!loop_dev_may_open(ldev))
+		return -EPERM;
+	/*
+	 * The state is read without the device's lock: the block layer
+	 * calls here under open_mutex, which every opener of the disk (host
+	 * root's udev and blkid too) waits for unkillably, and the lock may
+	 * be held across a wait on the backing file. Read with the lock
+	 * and dropped at once, the state would be no fresher: the open may
+	 * as well have come just before a change as after it.
+	 */
+	state = READ_ONCE(ldev->state);
+	if (state == LOOP_DEV_DELETING || state == LOOP_DEV_RUNDOWN)
+		return -ENXIO;
+	return 0;
 }
 
 COMPAT_BDOPS_OPEN(loop_dev_open)
@@ -1404,6 +1438,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	ldev->number = cfg->number;
 	ldev->serial = atomic_long_inc_return(&loop_dev_last_serial);
 	ldev->user_ns = cfg->user_ns;
+	ldev->tenant = cfg->tenant;
 	ldev->uid = cfg->uid;
 	ldev->gid = cfg->gid;
 	ldev->ops = cfg->ops;
@@ -1545,7 +1580,20 @@ int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
 	struct gendisk *disk = ldev->disk;
 	int last;
 
-	mutex_lock(compat_disk_open_mutex(disk));
+	if (mutex_lock_killable(compat_disk_open_mutex(disk)))
+		return -EINTR;
+	last = compat_disk_partitions(disk, devts, max);
+	mutex_unlock(compat_disk_open_mutex(disk));
+	return last;
+}
+
+int loop_dev_partitions_nowait(struct loop_dev *ldev, dev_t *devts, int max)
+{
+	struct gendisk *disk = ldev->disk;
+	int last;
+
+	if (!mutex_trylock(compat_disk_open_mutex(disk)))
+		return -EAGAIN;
 	last = compat_disk_partitions(disk, devts, max);
 	mutex_unlock(compat_disk_open_mutex(disk));
 	return last;
@@ -1558,9 +1606,17 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 	err = mutex_lock_killable(compat_disk_open_mutex(ldev->disk));
 	if (err)
 		return err;
-	err = mutex_lock_killable(&ldev->lock);
-	if (err)
+	/*
+	 * Under open_mutex, only a task in one of the device's ioctls can
+	 * hold its lock, so the device is open and busy; and that task may
+	 * hold the lock across a wait on the backing file (LOOP_CHANGE_FD
+	 * freezing the queue), which must not keep open_mutex, and every
+	 * opener of the disk behind it, waiting too.
+	 */
+	if (!mutex_trylock(&ldev->lock)) {
+		err = -EBUSY;
 		goto out;
+	}
 	if (ldev->state != LOOP_DEV_UNBOUND || disk_openers(ldev->disk) > 0)
 		err = -EBUSY;
 	else

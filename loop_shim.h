@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include <linux/uidgid.h>
 
+struct cgroup;
 struct file;
 struct loop_dev;
 struct user_namespace;
@@ -55,6 +56,10 @@ struct loop_dev_ops {
  * @number: lo_number reported by LOOP_GET_STATUS
  * @user_ns: whose CAP_SYS_ADMIN stands in for the initial namespace's in
  *	the driver's checks; not pinned, the owner keeps it alive
+ * @tenant: the cgroup (of the default hierarchy) whose tasks, and those of
+ *	its descendants, may open the disk; anybody else needs CAP_SYS_ADMIN
+ *	in the initial user namespace. NULL lets everybody the node's mode
+ *	and the device cgroup let in. Not pinned, the owner keeps it alive
  * @uid: owner of the disk's sysfs directory
  * @gid: group of the disk's sysfs directory
  * @ops: the owner's callbacks
@@ -64,6 +69,7 @@ struct loop_dev_config {
 	const char *disk_name;
 	int number;
 	struct user_namespace *user_ns;
+	struct cgroup *tenant;
 	kuid_t uid;
 	kgid_t gid;
 	const struct loop_dev_ops *ops;
@@ -135,18 +141,33 @@ bool loop_dev_is_unbound(struct loop_dev *ldev);
  *	entries are left as they are
  * @max: entries in @devts
  *
- * Takes the disk's open_mutex.
+ * Waits for the disk's open_mutex killably: the block layer holds it
+ * while it reads a partition table, which a stalled backing file may
+ * make last.
  *
- * Return: the highest partition number seen, 0 for none.
+ * Return: the highest partition number seen, 0 for none; -EINTR if a
+ * fatal signal came first.
  */
 int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max);
+
+/**
+ * loop_dev_partitions_nowait() - loop_dev_partitions() if nobody holds the
+ *	disk's open_mutex
+ * @ldev: the device
+ * @devts: as for loop_dev_partitions()
+ * @max: entries in @devts
+ *
+ * Return: as loop_dev_partitions(), or -EAGAIN if open_mutex is held.
+ */
+int loop_dev_partitions_nowait(struct loop_dev *ldev, dev_t *devts, int max);
 
 /**
  * loop_dev_claim_for_removal() - reserve an unused device for removal
  * @ldev: the device
  *
  * Return: 0, after which the device can only be destroyed; -EBUSY if it is
- * bound or open; -EINTR on a fatal signal.
+ * bound or open, or one of its ioctls is under way; -EINTR on a fatal
+ * signal.
  */
 int loop_dev_claim_for_removal(struct loop_dev *ldev);
 

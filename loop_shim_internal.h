@@ -78,6 +78,7 @@ struct loop_dev {
 	int number;
 	unsigned long serial;
 	struct user_namespace *user_ns;
+	struct cgroup *tenant;
 	kuid_t uid;
 	kgid_t gid;
 	const struct loop_dev_ops *ops;
