@@ -37,6 +37,7 @@
 #include <linux/module.h>
 #include <linux/blkpg.h>
 #include <linux/capability.h>
+#include <linux/cgroup.h>
 #include <linux/cred.h>
 #include <linux/ctype.h>
 #include <linux/error-injection.h>
@@ -50,6 +51,7 @@
 #include <linux/net.h>
 #include <linux/netlink.h>
 #include <linux/nsproxy.h>
+#include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/user_namespace.h>
@@ -59,6 +61,9 @@
 #include "loopfs_limits.h"
 #include "loop_shim.h"
 #include "loopfs.h"
+
+/* How long the partition node worker sleeps before it tries busy locks again. */
+#define LOOPFS_SYNC_RETRY	(HZ / 10)
 
 static DEFINE_IDA(loopfs_instance_ida);
 static dev_t loopfs_ctl_devt;
@@ -78,6 +83,7 @@ static void loopfs_instance_free(struct kref *ref)
 		put_net(inst->net);
 	ida_free(&loopfs_instance_ida, inst->id);
 	put_user_ns(inst->user_ns);
+	cgroup_put(inst->tenant);
 	mutex_destroy(&inst->lock);
 	kfree(inst);
 }
@@ -87,12 +93,36 @@ static void loopfs_instance_put(struct loopfs_instance *inst)
 	kref_put(&inst->ref, loopfs_instance_free);
 }
 
-/* An active reference on the instance's superblock, if it still lives. */
-static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst)
+/*
+ * A tenant's task may hold the instance's locks, and a disk's open_mutex,
+ * across a wait on its own backing file: LOOP_CHANGE_FD freezing a queue
+ * whose reads a stopped FUSE daemon holds, a partition scan reading it.
+ * Whatever else takes them (a listing by the host's supervisor, a kernel
+ * worker) waits killably, or not at all.
+ */
+enum loopfs_wait {
+	LOOPFS_WAIT_KILLABLE,	/* give up on a fatal signal */
+	LOOPFS_WAIT_NONE,	/* only take what is free */
+};
+
+static bool loopfs_lock(struct mutex *lock, enum loopfs_wait wait)
+{
+	if (wait == LOOPFS_WAIT_NONE)
+		return mutex_trylock(lock);
+	return !mutex_lock_killable(lock);
+}
+
+/*
+ * An active reference on the instance's superblock: NULL once it is gone,
+ * ERR_PTR(-EAGAIN) if the instance's lock was not had.
+ */
+static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst,
+					  enum loopfs_wait wait)
 {
 	struct super_block *sb;
 
-	mutex_lock(&inst->lock);
+	if (!loopfs_lock(&inst->lock, wait))
+		return ERR_PTR(-EAGAIN);
 	sb = inst->sb;
 	if (sb && !atomic_inc_not_zero(&sb->s_active))
 		sb = NULL;
@@ -134,6 +164,7 @@ struct loopfs_uevent {
 };
 
 #define LOOPFS_UEVENT_MAX	256
+#define LOOPFS_UEVENT_RATE	256	/* events a second, per instance */
 
 /* Append "@fmt..." and its NUL to @ev's message. */
 static __printf(2, 3) void loopfs_uevent_var(struct loopfs_uevent *ev,
@@ -149,6 +180,29 @@ static __printf(2, 3) void loopfs_uevent_var(struct loopfs_uevent *ev,
 	ev->len = min(ev->len + n + 1, LOOPFS_UEVENT_MAX);
 }
 
+/*
+ * A tenant picks when events happen, by adding and removing its devices and
+ * partitions as fast as it likes: each instance sends at most
+ * LOOPFS_UEVENT_RATE a second and drops the rest, so the listeners of the
+ * namespace, and the memory of the queue, see a bounded rate. Devices need
+ * charges, so a tenant's instances that can send at all are bounded too.
+ */
+static bool loopfs_uevent_allowed(struct loopfs_instance *inst)
+{
+	bool allowed;
+
+	spin_lock(&inst->uevent_lock);
+	if (time_after(jiffies, inst->uevent_window + HZ)) {
+		inst->uevent_window = jiffies;
+		inst->uevents_in_window = 0;
+	}
+	allowed = inst->uevents_in_window < LOOPFS_UEVENT_RATE;
+	if (allowed)
+		inst->uevents_in_window++;
+	spin_unlock(&inst->uevent_lock);
+	return allowed;
+}
+
 static void loopfs_uevent(struct loopfs_instance *inst, const char *action,
 			  int index, int partno, dev_t devt)
 {
@@ -156,7 +210,7 @@ static void loopfs_uevent(struct loopfs_instance *inst, const char *action,
 	char path[48] = "/";
 	const char *name;
 
-	if (!inst->net)
+	if (!inst->net || !loopfs_uevent_allowed(inst))
 		return;
 	ev = kmalloc(sizeof(*ev) + LOOPFS_UEVENT_MAX, GFP_KERNEL);
 	if (!ev)
@@ -457,9 +511,13 @@ static void loopfs_remove_part_node(struct super_block *sb,
 	loopfs_uevent(dev->instance, "remove", dev->index, partno, devt);
 }
 
-/* Make loop<N>p<M> nodes match the device's partitions. */
-static void loopfs_sync_partitions(struct super_block *sb,
-				   struct loopfs_device *dev)
+/*
+ * Make loop<N>p<M> nodes match the device's partitions. Returns false if
+ * the partitions could not be read, the nodes left as they were.
+ */
+static bool loopfs_sync_partitions(struct super_block *sb,
+				   struct loopfs_device *dev,
+				   enum loopfs_wait wait)
 {
 	unsigned long ident, old;
 	char name[32];
@@ -469,8 +527,15 @@ static void loopfs_sync_partitions(struct super_block *sb,
 	loopfs_assert_locked(sb);
 	devts = kcalloc(LOOP_DEV_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
 	if (!devts)
-		return;
-	last = loop_dev_partitions(dev->ldev, devts, LOOP_DEV_MAX_PARTS);
+		return false;
+	if (wait == LOOPFS_WAIT_NONE)
+		last = loop_dev_partitions_nowait(dev->ldev, devts,
+						  LOOP_DEV_MAX_PARTS);
+	else
+		last = loop_dev_partitions(dev->ldev, devts,
+					   LOOP_DEV_MAX_PARTS);
+	if (last < 0)
+		goto out;
 	for (p = 1; p <= max(last, dev->nr_part_nodes); p++) {
 		snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT,
 			 dev->index, p);
@@ -485,33 +550,82 @@ static void loopfs_sync_partitions(struct super_block *sb,
 				      devts[p]);
 	}
 	dev->nr_part_nodes = last;
+out:
 	kfree(devts);
+	return last >= 0;
 }
 
-static void loopfs_sync_nodes(struct loopfs_instance *inst)
+/* The root directory's inode lock, then the instance's. */
+static bool loopfs_lock_sb(struct super_block *sb, enum loopfs_wait wait)
 {
-	struct loopfs_device *dev;
-	struct super_block *sb;
-	unsigned long index;
+	struct inode *dir = d_inode(sb->s_root);
 
-	sb = loopfs_grab_sb(inst);
-	if (!sb)
-		return;
-	inode_lock(d_inode(sb->s_root));
-	mutex_lock(&inst->lock);
-	xa_for_each(&inst->devices, index, dev)
-		loopfs_sync_partitions(sb, dev);
-	mutex_unlock(&inst->lock);
-	inode_unlock(d_inode(sb->s_root));
-	deactivate_super(sb);
+	if (wait == LOOPFS_WAIT_NONE) {
+		if (!inode_trylock(dir))
+			return false;
+	} else if (inode_lock_killable(dir)) {
+		return false;
+	}
+	if (loopfs_lock(&loopfs_sb(sb)->lock, wait))
+		return true;
+	inode_unlock(dir);
+	return false;
 }
 
+static void loopfs_unlock_sb(struct super_block *sb)
+{
+	mutex_unlock(&loopfs_sb(sb)->lock);
+	inode_unlock(d_inode(sb->s_root));
+}
+
+/*
+ * Make every device's partition nodes match; the caller keeps @sb alive.
+ * Returns false if some were left as they were, their locks not had.
+ */
+static bool loopfs_sync_nodes(struct super_block *sb, enum loopfs_wait wait)
+{
+	struct loopfs_instance *inst = loopfs_sb(sb);
+	struct loopfs_device *dev;
+	unsigned long index;
+	bool synced = true;
+
+	if (!loopfs_lock_sb(sb, wait))
+		return false;
+	xa_for_each(&inst->devices, index, dev)
+		synced &= loopfs_sync_partitions(sb, dev, wait);
+	loopfs_unlock_sb(sb);
+	return synced;
+}
+
+/* loopfs_sync_nodes() while the superblock lives; true once it is gone. */
+static bool loopfs_sync_instance(struct loopfs_instance *inst,
+				 enum loopfs_wait wait)
+{
+	struct super_block *sb = loopfs_grab_sb(inst, wait);
+	bool synced;
+
+	if (IS_ERR(sb))
+		return false;
+	if (!sb)
+		return true;
+	synced = loopfs_sync_nodes(sb, wait);
+	deactivate_super(sb);
+	return synced;
+}
+
+/*
+ * A kernel worker cannot be killed: it takes the locks only when they are
+ * free, and looks again a little later while somebody holds them, until it
+ * has synced or the superblock is gone. It sleeps as an idle task, so a
+ * tenant that holds the locks for good costs a worker, never a hung task.
+ */
 static void loopfs_sync_workfn(struct work_struct *work)
 {
 	struct loopfs_instance *inst =
 		container_of(work, struct loopfs_instance, sync_work);
 
-	loopfs_sync_nodes(inst);
+	while (!loopfs_sync_instance(inst, LOOPFS_WAIT_NONE))
+		schedule_timeout_idle(LOOPFS_SYNC_RETRY);
 	loopfs_instance_put(inst);
 }
 
@@ -526,23 +640,18 @@ static void loopfs_sync_node_device(struct inode *node)
 	unsigned long serial = (unsigned long)node->i_private >> 8;
 	struct super_block *sb = node->i_sb;
 	struct loopfs_instance *inst = loopfs_sb(sb);
-	struct inode *dir = d_inode(sb->s_root);
 	struct loopfs_device *dev;
 	unsigned long index;
 
-	if (inode_lock_killable(dir))
+	if (!loopfs_lock_sb(sb, LOOPFS_WAIT_KILLABLE))
 		return;
-	if (mutex_lock_killable(&inst->lock))
-		goto out;
 	xa_for_each(&inst->devices, index, dev) {
 		if (loop_dev_serial(dev->ldev) == serial) {
-			loopfs_sync_partitions(sb, dev);
+			loopfs_sync_partitions(sb, dev, LOOPFS_WAIT_KILLABLE);
 			break;
 		}
 	}
-	mutex_unlock(&inst->lock);
-out:
-	inode_unlock(dir);
+	loopfs_unlock_sb(sb);
 }
 
 /*
@@ -597,10 +706,8 @@ static void loopfs_partitions_changed(struct loop_dev *ldev, bool can_block)
 	struct loopfs_instance *inst = dev->instance;
 
 	atomic_inc(&inst->part_events);
-	if (can_block) {
-		loopfs_sync_nodes(inst);
+	if (can_block && loopfs_sync_instance(inst, LOOPFS_WAIT_KILLABLE))
 		return;
-	}
 	kref_get(&inst->ref);
 	if (!queue_work(loopfs_wq, &inst->sync_work))
 		loopfs_instance_put(inst);
@@ -959,7 +1066,7 @@ static int loopfs_walk_devts(struct loopfs_instance *inst,
 	struct loopfs_device *dev;
 	unsigned long index;
 	dev_t *devts;
-	int last, p;
+	int last = 0, p;
 
 	devts = kcalloc(LOOP_DEV_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
 	if (!devts)
@@ -972,6 +1079,8 @@ static int loopfs_walk_devts(struct loopfs_instance *inst,
 		memset(devts, 0, LOOP_DEV_MAX_PARTS * sizeof(*devts));
 		last = loop_dev_partitions(dev->ldev, devts,
 					   LOOP_DEV_MAX_PARTS);
+		if (last < 0)
+			goto out;
 		devts[0] = loop_dev_devt(dev->ldev);
 		for (p = 0; p <= last; p++)
 			if (devts[p] && !walk->fn(walk, devts[p], index, p))
@@ -980,7 +1089,7 @@ static int loopfs_walk_devts(struct loopfs_instance *inst,
 out:
 	mutex_unlock(&inst->lock);
 	kfree(devts);
-	return 0;
+	return min(last, 0);
 }
 
 /* What "MAJ:MIN" in the view of /sys/dev/block points to. */
@@ -1175,6 +1284,7 @@ static int loopfs_add_device(struct super_block *sb, int index)
 	cfg.disk_name = name;
 	cfg.number = index;
 	cfg.user_ns = inst->user_ns;
+	cfg.tenant = inst->tenant;
 	cfg.uid = inst->root_uid;
 	cfg.gid = inst->root_gid;
 	cfg.ops = &loopfs_device_ops;
@@ -1355,11 +1465,13 @@ static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
  * Partitions added or dropped where neither the driver nor a node of the
  * instance saw it (BLKPG or BLKRRPART through the host's node, the last
  * close of a host opener) get their nodes from sync_work, and at the
- * latest when somebody lists the directory.
+ * latest when somebody lists the directory while nobody holds the locks.
+ * A listing never waits for them: the host's supervisor lists the
+ * instance, and a tenant may hold them for good.
  */
 static int loopfs_dir_open(struct inode *inode, struct file *file)
 {
-	loopfs_sync_nodes(loopfs_sb(inode->i_sb));
+	loopfs_sync_nodes(inode->i_sb, LOOPFS_WAIT_NONE);
 	return dcache_dir_open(inode, file);
 }
 
@@ -1463,6 +1575,24 @@ static int loopfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	return 0;
 }
 
+/*
+ * The network namespace the instance announces its devices in: the
+ * mounter's, if the kernel sends it no disk uevents (its owner is not the
+ * initial user namespace) and the mounter holds CAP_SYS_ADMIN over its
+ * owner, as sending there from user space needs; else none. A user of a
+ * container who makes a user namespace of its own, and mounts an instance
+ * from it, has no say in what the container's listeners hear.
+ */
+static struct net *loopfs_uevent_net(void)
+{
+	struct net *net = current->nsproxy->net_ns;
+
+	if (net->user_ns == &init_user_ns ||
+	    !ns_capable(net->user_ns, CAP_SYS_ADMIN))
+		return NULL;
+	return get_net(net);
+}
+
 static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 						   unsigned int max)
 {
@@ -1483,13 +1613,23 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	INIT_WORK(&inst->sync_work, loopfs_sync_workfn);
 	spin_lock_init(&inst->uevent_lock);
 	INIT_LIST_HEAD(&inst->uevents);
+	inst->uevent_window = jiffies;
 	INIT_WORK(&inst->uevent_work, loopfs_uevent_workfn);
 	inst->max = max;
 	inst->mount_max = max;
 	inst->sb = sb;
 	inst->user_ns = get_user_ns(ns);
-	if (current->nsproxy->net_ns->user_ns != &init_user_ns)
-		inst->net = get_net(current->nsproxy->net_ns);
+	/*
+	 * The instance is made for the mounter's cgroup. A hook that makes
+	 * it for a container runs in the container's cgroup (as OCI
+	 * createContainer hooks and LXC's autodev hook do), so that every
+	 * process of the container, and none of another, opens its disks.
+	 */
+	rcu_read_lock();
+	inst->tenant = task_dfl_cgroup(current);
+	cgroup_get(inst->tenant);
+	rcu_read_unlock();
+	inst->net = loopfs_uevent_net();
 	inst->root_uid = make_kuid(ns, 0);
 	if (!uid_valid(inst->root_uid))
 		inst->root_uid = GLOBAL_ROOT_UID;

@@ -22,6 +22,7 @@
 /* Indices per instance, as many as the in-tree driver has minors for. */
 #define LOOPFS_MAX_INDEX	(MINORMASK + 1)
 
+struct cgroup;
 struct dentry;
 struct loop_dev;
 struct net;
@@ -37,6 +38,11 @@ struct loopfs_instance {
 	struct user_namespace *user_ns;	/* pinned until the last put */
 	kuid_t root_uid;		/* the namespace's root, or global */
 	kgid_t root_gid;
+	/*
+	 * The mounter's cgroup: only its tasks (and those below it) and
+	 * host root open the devices. Referenced until the last put.
+	 */
+	struct cgroup *tenant;
 
 	/*
 	 * Protects devices, nr_devices, max and sb. Taken after the root
@@ -56,12 +62,15 @@ struct loopfs_instance {
 
 	/*
 	 * The mounter's network namespace when the kernel sends it no disk
-	 * uevents (its owner is not the initial user namespace), else NULL;
+	 * uevents (its owner is not the initial user namespace) and the
+	 * mounter holds CAP_SYS_ADMIN over its owner, else NULL;
 	 * uevent_lock protects the uevents waiting for uevent_work.
 	 */
 	struct net *net;
-	spinlock_t uevent_lock;		/* protects uevents */
+	spinlock_t uevent_lock;		/* protects uevents and the window */
 	struct list_head uevents;
+	unsigned long uevent_window;	/* jiffies the rate window opened */
+	unsigned int uevents_in_window;
 	struct work_struct uevent_work;
 };
 
