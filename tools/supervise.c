@@ -10,7 +10,9 @@
  *  - remount, move, propagation changes, and sources that are not block
  *    devices: CONTINUE, the kernel judges them with the caller's privileges;
  *  - a block device of this container's loopfs instance, an allowed type,
- *    sane flags, a caller with CAP_SYS_ADMIN in its namespace: the mount is
+ *    sane flags, a caller with CAP_SYS_ADMIN over the container's user
+ *    namespace (not one it made) that could open the device itself for
+ *    what the mount needs (reading, and writing unless read-only): the mount is
  *    made by a helper (host root for kernel filesystems, container root for
  *    FUSE helpers) from the instance's own node, with nosuid,nodev added and
  *    locked (and a kernel filesystem's ID-mapped, see idmap_mount()), and
@@ -32,6 +34,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <linux/capability.h>
 #include <linux/nsfs.h>
 #include <linux/seccomp.h>
 #include <sched.h>
@@ -55,6 +58,10 @@
 
 #include "loopfs-run.h"
 
+#ifndef SYS_faccessat2
+#define SYS_faccessat2		439	/* Linux 5.8, after older C libraries */
+#endif
+#define CAP_DAC_OVERRIDE_BIT	1
 #define CAP_SYS_ADMIN_BIT	21
 #define ARRAY_SIZE(a)		(sizeof(a) / sizeof(*(a)))
 /* helpers given up on and not reaped yet */
@@ -69,16 +76,21 @@
 #define MOUNT_OPS_CONTINUE (MS_REMOUNT | MS_MOVE | MS_SHARED | MS_PRIVATE | \
 			    MS_SLAVE | MS_UNBINDABLE)
 
-/* Options that name another device by path or number (external journals). */
+/*
+ * Options that name another device by path or number (external journals),
+ * or make a filesystem error a kernel WARNING (a panic where panic_on_warn
+ * is set).
+ */
 static const char *const denied_options[] = {
-	"journal_dev", "journal_path", "device",
+	"journal_dev", "journal_path", "device", "warn_on_error",
 };
 
 /*
  * Filesystems whose superblock carries an error behaviour (s_errors, as set
  * by "tune2fs -e panic") and default mount options (s_mount_opts, which may
- * say errors=panic) that the kernel follows unless the mount's own options
- * say otherwise: an explicit errors= is applied after both.
+ * say errors=panic or warn_on_error) that the kernel follows unless the
+ * mount's own options say otherwise: an explicit option is applied after
+ * both.
  */
 static const char *const errors_in_superblock[] = {
 	"ext2", "ext3", "ext4",
@@ -89,6 +101,8 @@ struct caller {
 	int mnt_fd, user_fd, pid_fd, root_fd, cwd_fd;
 	int cwd_err;		/* errno of entering cwd_fd, for relative paths */
 	bool cap_sys_admin;
+	bool cap_dac_override;
+	bool in_container_ns;	/* its user namespace is the container's own */
 };
 
 struct request {
@@ -106,6 +120,8 @@ struct request {
 struct resolved {
 	int err[2];		/* 0 or the errno of opening it */
 	struct stat st[2];
+	/* the caller's own credentials may open the source for these */
+	bool may_read, may_write;
 };
 
 struct helper {
@@ -333,6 +349,7 @@ static int open_caller(struct container *c, struct caller *k)
 	};
 	unsigned long long capeff = 0;
 	char path[64], line[256];
+	struct stat st;
 	size_t i;
 	FILE *f;
 	int fd;
@@ -355,6 +372,14 @@ static int open_caller(struct container *c, struct caller *k)
 	}
 	fclose(f);
 	k->cap_sys_admin = capeff & (1ULL << CAP_SYS_ADMIN_BIT);
+	k->cap_dac_override = capeff & (1ULL << CAP_DAC_OVERRIDE_BIT);
+	/*
+	 * CAP_SYS_ADMIN counts only over the container's user namespace: a
+	 * user of the container has it in any namespace it makes itself.
+	 */
+	k->in_container_ns = !fstat(k->user_fd, &st) &&
+			     st.st_dev == c->userns_dev &&
+			     st.st_ino == c->userns_ino;
 	return 0;
 }
 
@@ -431,6 +456,51 @@ static int open_path(const char *path, struct stat *st)
  * The resolving helper: sends the strings, then, in the caller's context,
  * the descriptors of source and target and what they are.
  */
+/*
+ * In the resolving helper, root of the caller's user namespace: takes on
+ * the caller's file system ids and groups, as that namespace sees them (the
+ * status file opened from inside it), and with them its right to override
+ * file modes or none. Returns 0, or -1 if it could not.
+ */
+static int become_caller(struct container *c, struct caller *k)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[2] = { { 0 } };
+	unsigned int fsuid = -1, fsgid = -1, u[3], g[3];
+	gid_t groups[64];
+	int fd, n = 0, len;
+	char path[64], line[1024], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%d/status", k->pid);
+	fd = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
+	f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &fsuid) == 4 ||
+		    sscanf(line, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &fsgid) == 4)
+			continue;
+		if (strncmp(line, "Groups:", 7))
+			continue;
+		for (p = line + 7; n < (int)ARRAY_SIZE(groups) &&
+		     sscanf(p, "%u%n", &g[0], &len) == 1; p += len)
+			groups[n++] = g[0];
+	}
+	fclose(f);
+	if (fsuid == -1U || fsgid == -1U)
+		return -1;
+	if (k->cap_dac_override && k->in_container_ns)
+		return 0;	/* as root of the namespace, with its rights */
+	/* a namespace that may not set groups leaves the caller none */
+	if (setgroups(n, groups) && setgroups(0, NULL) && errno != EPERM)
+		return -1;
+	if (setresgid(fsgid, fsgid, fsgid) || setresuid(fsuid, fsuid, fsuid))
+		return -1;
+	/* no capability left, even where the caller's ids are 0 */
+	return syscall(SYS_capset, &hdr, none) ? -1 : 0;
+}
+
 static int resolver(struct container *c, struct caller *k, struct request *r,
 		    int sock)
 {
@@ -452,6 +522,13 @@ static int resolver(struct container *c, struct caller *k, struct request *r,
 		res.err[i] = fd < 0 ? -fd : 0;
 		if (fd >= 0)
 			out[n++] = fd;
+	}
+	/* last: the helper is not the namespace's root after it */
+	if (!res.err[0] && S_ISBLK(res.st[0].st_mode) && !become_caller(c, k)) {
+		res.may_read = !syscall(SYS_faccessat2, out[0], "", R_OK,
+					AT_EMPTY_PATH | AT_EACCESS);
+		res.may_write = !syscall(SYS_faccessat2, out[0], "", W_OK,
+					 AT_EMPTY_PATH | AT_EACCESS);
 	}
 	return send_fds(sock, &res, sizeof(res), out, n) ? 1 : 0;
 }
@@ -659,9 +736,18 @@ static int fs_configure(int fs, const struct request *r)
 	 * errors=panic was refused; unless the caller chose continue or
 	 * remount-ro, a superblock asking for panic must not have its way
 	 */
+	if (!in_list(r->type, errors_in_superblock, ARRAY_SIZE(errors_in_superblock)))
+		return 0;
 	if (!errors_set &&
-	    in_list(r->type, errors_in_superblock, ARRAY_SIZE(errors_in_superblock)) &&
 	    fsconfig(fs, FSCONFIG_SET_STRING, "errors", "remount-ro", 0))
+		return -errno;
+	/*
+	 * ext4 also takes warn_on_error from the image's default mount
+	 * options: the caller's is refused, the image's overridden. The
+	 * ext2 driver (where ext4 does not serve ext2) has no such option.
+	 */
+	if (fsconfig(fs, FSCONFIG_SET_FLAG, "nowarn_on_error", NULL, 0) &&
+	    strcmp(r->type, "ext2"))
 		return -errno;
 	return 0;
 }
@@ -1085,17 +1171,18 @@ static bool write_protected(struct container *c, dev_t dev)
 }
 
 static enum verdict decide_block(struct container *c, struct caller *k,
-				 struct request *r, const struct stat *st,
-				 int fds[2], const int errs[2], int *err)
+				 struct request *r, const struct resolved *res,
+				 int fds[2], int *err)
 {
+	const struct stat *st = &res->st[0];
 	char node[NAME_MAX + 1], why[128], tgt[256];
 	bool forced_ro = false;
 	const char *helper;
 
 	if (r->flags & MS_BIND)
 		return deny(k, r, err, "bind mount of a block device node");
-	if (!k->cap_sys_admin)
-		return deny(k, r, err, "caller lacks CAP_SYS_ADMIN");
+	if (!k->cap_sys_admin || !k->in_container_ns)
+		return deny(k, r, err, "caller lacks CAP_SYS_ADMIN over the container's user namespace");
 	if (instance_node(c, st->st_rdev, node, sizeof(node)))
 		return deny(k, r, err, "not a device of this container's loopfs instance");
 	helper = r->has_type ? fuse_helper(r->type) : NULL;
@@ -1109,7 +1196,7 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 	if (option_refused(r->data, why, sizeof(why)))
 		return deny(k, r, err, why);
 	if (fds[1] < 0) {
-		*err = errs[1];
+		*err = res->err[1];
 		return V_REPLY;
 	}
 	/*
@@ -1121,6 +1208,11 @@ static enum verdict decide_block(struct container *c, struct caller *k,
 			    write_protected(c, st->st_rdev);
 		r->flags |= MS_RDONLY;
 	}
+	/* what the caller could not open itself, it does not mount either */
+	if (!res->may_read || (!(r->flags & MS_RDONLY) && !res->may_write))
+		return deny(k, r, err, r->flags & MS_RDONLY ?
+			    "caller may not open the device for reading" :
+			    "caller may not open the device for reading and writing");
 	/* the caller may have been killed while we looked */
 	if (seccomp_notify_id_valid(c->notify_fd, req->id))
 		return V_DROP;
@@ -1171,7 +1263,7 @@ static enum verdict decide(struct container *c, struct caller *k,
 	} else if (fds[0] < 0 || !S_ISBLK(res.st[0].st_mode)) {
 		v = V_CONTINUE;
 	} else {
-		v = decide_block(c, k, r, &res.st[0], fds, res.err, err);
+		v = decide_block(c, k, r, &res, fds, err);
 	}
 	if (fds[0] >= 0)
 		close(fds[0]);
