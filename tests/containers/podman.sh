@@ -232,21 +232,81 @@ unprivileged_with_rule() {
 	[ -n "$b" ] && [ -n "$c" ] || fail "no loopfs majors in /proc/devices"
 	out=$(podman_as_root run --rm "${with_loopfs[@]}" \
 		--device-cgroup-rule "b $b:* rw" --device-cgroup-rule "c $c:* rw" \
-		--cap-drop MKNOD --security-opt unmask=/sys/dev/block \
+		--security-opt unmask=/sys/dev/block \
 		--network none --rootfs "$w/rootfs" bash -c '
 			truncate -s 4M /tmp/u.img
 			echo "bound $(losetup --show -f /tmp/u.img)"
 			printf unprivileged | dd of=/dev/loop0 conv=fsync status=none
 			echo "file $(head -c 12 /tmp/u.img)"
 			echo "list $(losetup -l -n -O NAME,BACK-FILE | tr -s " ")"
-			mknod /tmp/other b '"$b"' 0 2>&1 | sed "s/^/mknod: /"
 			losetup -D' 2>&1)
 	echo "$out"
 	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
 	expect_in "file unprivileged" "$out" "raw write through the device"
 	expect_in "list /dev/loop0 /tmp/u.img" "$out" "losetup -l"
-	expect_in "mknod: mknod: /tmp/other: Operation not permitted" "$out" \
-		"mknod without CAP_MKNOD"
+}
+
+# The attack a rootful container has by default: CAP_MKNOD (Docker and
+# containerd grant it; podman 4 did too) and the documented rules for
+# loopfs's majors, which cover every instance on the host. Container a
+# binds a file holding its secret; container b makes a node with a's
+# device number and reads through it. The module opens a disk only for
+# the cgroup its instance was made for, and for host root.
+neighbour_node_refused() {
+	local a b out b_maj c_maj maj min rules
+	read -r b_maj c_maj < <(loopfs_majors)
+	[ -n "$b_maj" ] && [ -n "$c_maj" ] || fail "no loopfs majors in /proc/devices"
+	rules=(--device-cgroup-rule "b $b_maj:* rw"
+		--device-cgroup-rule "c $c_maj:* rw" --cap-add MKNOD
+		--security-opt unmask=/sys/dev/block --network none
+		--rootfs "$w/rootfs")
+	a=$(podman_as_root run -d "${with_loopfs[@]}" "${rules[@]}" sleep 600) ||
+		fail "container a"
+	b=$(podman_as_root run -d "${with_loopfs[@]}" "${rules[@]}" sleep 600) ||
+		fail "container b"
+	# a's image: one partition from sector 2048, the secret at its start
+	out=$(podman_as_root exec "$a" bash -c '
+		truncate -s 2M /tmp/a.img
+		echo start=2048 | sfdisk -q /tmp/a.img
+		printf SECRET-OF-A |
+			dd of=/tmp/a.img bs=512 seek=2048 conv=notrunc status=none
+		losetup -P -f /tmp/a.img && stat -L -c "%t %T" /dev/loop0') ||
+		fail "a binds its device"
+	read -r maj min <<<"$out"
+	maj=$((16#$maj)) min=$((16#$min))
+	echo "a's disk $maj:$min"
+	out=$(podman_as_root exec "$b" bash -c "
+		mknod /tmp/a-disk b $maj $min && echo MKNOD-OK
+		dd if=/tmp/a-disk bs=512 skip=2048 count=1 status=none 2>&1 |
+			head -c 80 | tr -d '\\0'; echo
+		mknod /tmp/a-part b $maj $((min + 1)) && echo MKNOD-P1-OK
+		head -c 11 /tmp/a-part 2>&1; echo" 2>&1)
+	echo "b: $out"
+	expect_in MKNOD-P1-OK "$out" "b makes the nodes (CAP_MKNOD and the rule allow it)"
+	expect_not_in SECRET-OF-A "$out" "b reads a's disk"
+	expect_in "/tmp/a-disk': Operation not permitted" "$out" "b opens a's disk"
+	expect_in "'/tmp/a-part' for reading: Operation not permitted" "$out" \
+		"b opens a's partition"
+	out=$(podman_as_root exec "$a" head -c 11 /dev/loop0p1 2>&1)
+	expect_eq SECRET-OF-A "$out" "a reads its own partition"
+	# a holds its partition open (a mount would): a second open of it
+	# reaches the driver only where the block layer opens the whole disk
+	# for every open of a partition (docs/security.md)
+	podman_as_root exec -d "$a" sh -c 'exec sleep 600 </dev/loop0p1' ||
+		fail "a holds its partition open"
+	sleep 1
+	out=$(podman_as_root exec "$b" head -c 11 /tmp/a-part 2>&1 || true)
+	if kernel_at_least 6.12; then
+		expect_in "'/tmp/a-part' for reading: Operation not permitted" \
+			"$out" "b opens a's partition that a holds open"
+	else
+		echo "DIAG: b's open of a's held-open partition on $(uname -r): ${out:0:11}"
+	fi
+	mknod "$w/a-disk" b "$maj" "$min" || fail "mknod on the host"
+	out=$(dd if="$w/a-disk" bs=512 skip=2048 count=1 status=none | head -c 11)
+	rm -f "$w/a-disk"
+	expect_eq SECRET-OF-A "$out" "host root reads a's disk"
+	podman_as_root rm -f -t 0 "$a" "$b" >/dev/null || fail "podman rm -f"
 }
 
 # --- rootless: a user with subordinate ids runs podman itself ---
@@ -375,6 +435,39 @@ hook_refuses_devtmpfs_dev() {
 	expect_eq 0 "$(findmnt -n -t loop | wc -l)" "loopfs mounts"
 }
 
+# The same devtmpfs stacked on a tmpfs (the findmnt of a mount point lists
+# both), and a tmpfs the container would share with the host (mounted
+# elsewhere too): the hook acts on the topmost mount only, and refuses
+# both, changing nothing.
+hook_refuses_stacked_dev() {
+	local b=$w/stacked out host
+	host=$(losetup -j "$w/hostimg" | cut -d: -f1)
+	[ -n "$host" ] || fail "the host's device is gone"
+	mkdir -p "$b/rootfs/dev" "$b/shared"
+	jq -n --arg r "$b/rootfs" '{root: {path: $r}}' >"$b/config.json"
+	jq -n --arg b "$b" '{bundle: $b, pid: 0, annotations: {}}' >"$b/state"
+	mount -t tmpfs tmpfs "$b/rootfs/dev"
+	mount --bind /dev "$b/rootfs/dev"
+	out=$("$hook" <"$b/state" 2>&1) && fail "the hook accepted a devtmpfs on a tmpfs: $out"
+	echo "$out"
+	expect_in "is a devtmpfs" "$out" "the reason"
+	[ -b "$host" ] && [ -c /dev/loop-control ] ||
+		fail "the host's $host or /dev/loop-control went"
+	[ ! -e /dev/loopfs ] || fail "the hook made /dev/loopfs on the host"
+	umount "$b/rootfs/dev"
+	umount "$b/rootfs/dev"
+	mount -t tmpfs tmpfs "$b/shared"
+	touch "$b/shared/host-file"
+	mount --bind "$b/shared" "$b/rootfs/dev"
+	out=$("$hook" <"$b/state" 2>&1) && fail "the hook accepted a shared tmpfs: $out"
+	echo "$out"
+	expect_in "mounted elsewhere too" "$out" "the reason"
+	expect_eq host-file "$(ls "$b/shared")" "the shared tmpfs's files"
+	umount "$b/rootfs/dev"
+	umount "$b/shared"
+	expect_eq 0 "$(findmnt -n -t loop | wc -l)" "loopfs mounts"
+}
+
 # Partitions made in the container by parted have their /dev names (links
 # of the hook, io.loopfs.partitions of them per device) when parted
 # returns; mkfs.vfat works on one, and lsblk draws loop0's tree by the
@@ -421,7 +514,7 @@ cdi_device() {
 /dev/loop0" "$out" "instance and device through CDI"
 }
 
-tap_plan 16
+tap_plan 18
 run_test "set-up: podman runs a container on a rootfs of the host's binaries" setup
 run_test "rootful: losetup -f, --show -f, mkfs, mount; losetup -a and /sys/block show only the container's devices" rootful_basics
 run_test "rootful: mount -o loop takes the container's loop0 and autoclears it" rootful_mount_loop
@@ -432,9 +525,11 @@ run_test "io.loopfs.max that is not a number stops the container; the reason is 
 run_test "io.loopfs.instance=yes or 1 gives an instance, OFF none, maybe stops the container with a reason" instance_spellings
 run_test "two containers have independent loop0; podman rm -f leaves no device or mount" two_containers
 run_test "unprivileged rootful: the device cgroup refuses the instance's nodes without a rule" unprivileged_needs_rule
-run_test "unprivileged rootful with device-cgroup rules for loopfs's majors and no CAP_MKNOD: losetup and raw I/O work" unprivileged_with_rule
+run_test "unprivileged rootful with device-cgroup rules for loopfs's majors: losetup and raw I/O work" unprivileged_with_rule
+run_test "a neighbour with CAP_MKNOD and the rules makes a node for a's disk and cannot open it; a and host root can" neighbour_node_refused
 run_test "the hook refuses an image's own dev (a symlink or an unmounted directory) and changes nothing" hook_refuses_image_dev
 run_test "the hook refuses a devtmpfs dev (the host's nodes) and changes nothing" hook_refuses_devtmpfs_dev
+run_test "the hook refuses a devtmpfs stacked on a tmpfs dev, and a tmpfs mounted elsewhere too, and changes nothing" hook_refuses_stacked_dev
 run_test "CDI: --device loopfs.io/instance=default gives the container its instance" cdi_device
 run_test "rootless: set-up, subordinate ids for uid $ruid" rootless_setup
 run_test "rootless: the instance belongs to the container's root; losetup and raw I/O work, ext4 mounts are refused; podman rm -f leaves nothing" rootless_instance

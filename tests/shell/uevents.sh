@@ -136,6 +136,34 @@ b_hears_nothing() {
 	expect_eq ready "$(cat "$w/u/b.events")" "B's uevents"
 }
 
+# Container C listens in its network namespace while a user namespace
+# made inside it, with no capability over C's, mounts an instance from C's
+# network namespace and makes and removes a device: C hears nothing.
+nested_hears_nothing() {
+	local c=$w/u/c
+	cat >"$w/addrm.py" <<'PY'
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.ioctl(fd, 0x4C80, 0)  # LOOP_CTL_ADD 0
+fcntl.ioctl(fd, 0x4C81, 0)  # LOOP_CTL_REMOVE 0
+PY
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		unshare -Urmn bash -c '
+		c=$1 w=$2
+		python3 "$w/listen.py" "$c.stop" >"$c.events" &
+		for _ in $(seq 600); do
+			grep -q ready "$c.events" && break
+			sleep 0.1
+		done
+		mkdir -p "$c.m"
+		unshare -Urm sh -c "mount -t loop loop $c.m &&
+			python3 $w/addrm.py $c.m/loop-control"
+		sleep 1
+		touch "$c.stop"
+		wait' - "$c" "$w" || fail "container c"
+	expect_eq ready "$(cat "$c.events")" "C's uevents"
+}
+
 # The host's namespace hears the kernel's events, by the host's names,
 # and none of A's.
 host_hears_host_names() {
@@ -146,11 +174,12 @@ host_hears_host_names() {
 		fail "a container's event in the host's namespace: $(grep ' /block/' "$w/host.events")"
 }
 
-tap_plan 5
+tap_plan 6
 run_test "set-up: a partitioned image of the unprivileged uid" setup
 run_test "container A binds it with a partition scan and removes it while B and the host listen" run_containers
 run_test "A hears add and remove of loop0, loop0p1, loop0p2 by its names, DEVPATH under /block, the nodes' numbers" a_hears_its_names
 run_test "B, another user and network namespace, hears none of A's events" b_hears_nothing
+run_test "a user namespace made inside C, without rights over C's network namespace, sends C none of its events" nested_hears_nothing
 run_test "the host's network namespace hears them by host names only" host_hears_host_names
 rm -rf "$w"
 tap_done

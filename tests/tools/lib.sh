@@ -12,6 +12,13 @@ expect_in() {
 	esac
 }
 
+# expect_not_in NEEDLE HAYSTACK WHAT
+expect_not_in() {
+	case $2 in
+	*"$1"*) fail "$3: '$1' in: $2" ;;
+	esac
+}
+
 # Host names of all loopfs block devices right now, one per line.
 loopfs_disks() {
 	local d

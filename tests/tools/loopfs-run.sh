@@ -354,11 +354,54 @@ test_caller_cwd() {
 test_nested_ns() {
 	local out
 	out=$(run -- sh -c "losetup /dev/loop1 $S/img &&
-		unshare -U -m --map-root-user sh -c '$PROBE mount /dev/loop1 /mnt ext4 ro && cat /mnt/hello' &&
+		unshare -m sh -c '$PROBE mount /dev/loop1 /mnt ext4 ro && cat /mnt/hello' &&
 		echo outer: \$(grep -c ' /mnt .* - ext4 ' /proc/self/mountinfo)")
 	echo "$out"
-	expect_in "hello from loopfs" "$out" "mount from a nested user+mount namespace"
+	expect_in "hello from loopfs" "$out" "mount from a nested mount namespace"
 	expect_in "outer: 0" "$out" "the mount stays in the caller's namespace"
+}
+
+# A user namespace the caller made gives it CAP_SYS_ADMIN there, not over
+# the container's: container root in one is refused as anybody would be.
+test_nested_userns_refused() {
+	in_container EPERM "losetup /dev/loop1 $S/img" \
+		"unshare -U -m --map-root-user $PROBE mount /dev/loop1 /mnt ext4 ro"
+	grep -q "caller lacks CAP_SYS_ADMIN over the container's user namespace" "$S/err" ||
+		fail "no log line"
+}
+
+# An unprivileged user of the container (uid 1000 there) and the container
+# root's device: loop0's node is the root's, 0600, its image the root's,
+# 0600. Through a user namespace of its own, or holding CAP_SYS_ADMIN in
+# the container's and nothing else, the user mounts nothing: it could not
+# have opened the device itself.
+test_user_cannot_mount_roots_device() {
+	local out
+	out=$(run --map 1000:$((CUID + 1)):1 -- sh -c "
+		img=\$(mktemp /tmp/root.XXXXXX)
+		cat $S/img >\$img
+		chmod 600 \$img /dev/loopfs/loop0
+		losetup /dev/loop0 \$img
+		setpriv --reuid 1000 --regid 1000 --clear-groups -- \
+			unshare -U -m --map-root-user $PROBE mount /dev/loop0 /mnt ext4
+		setpriv --reuid 1000 --regid 1000 --clear-groups \
+			--inh-caps +sys_admin --ambient-caps +sys_admin -- \
+			$PROBE mount /dev/loop0 /mnt ext4
+		setpriv --reuid 1000 --regid 1000 --clear-groups \
+			--inh-caps +sys_admin --ambient-caps +sys_admin -- \
+			$PROBE mount /dev/loop0 /mnt ext4 ro
+		$PROBE mount /dev/loop0 /mnt ext4 && cat /mnt/hello
+		umount /mnt; losetup -d /dev/loop0; rm -f \$img" 2>"$S/err")
+	cat "$S/err"
+	expect_eq "EPERM
+EPERM
+EPERM
+ok
+hello from loopfs" "$out" "uid 1000 in a namespace of its own, uid 1000 with CAP_SYS_ADMIN (rw, ro), then root"
+	grep -q "caller may not open the device for reading and writing" "$S/err" ||
+		fail "no log line for the read-write mount"
+	grep -q "caller may not open the device for reading\$" "$S/err" ||
+		fail "no log line for the read-only mount"
 }
 
 test_compat_abi() {
@@ -402,6 +445,32 @@ test_fs_error_no_panic() {
 		fail "no write error after the filesystem error"
 	dmesg_since "$lines" | grep -q "EXT4-fs (loopfs.*): Remounting filesystem read-only" ||
 		fail "ext4 did not turn the filesystem read-only"
+}
+
+# An image whose default mount options say warn_on_error (ext4 then makes
+# every filesystem error a kernel WARNING, a panic where panic_on_warn is
+# set, as in these guests), with the corrupt inode: reading it fails with
+# no WARNING; warn_on_error given to mount is refused.
+test_fs_error_no_warning() {
+	local out lines
+	lines=$(dmesg_lines)
+	out=$(run -- sh -c "
+		mkfs.ext4 -q -F -E root_owner=$CUID:$CUID -d $S/content $S/warn.img 16M &&
+		tune2fs -E mount_opts=warn_on_error $S/warn.img >/dev/null &&
+		debugfs -w -R 'sif /hello block[0] 0' $S/warn.img 2>/dev/null &&
+		mount -o loop $S/warn.img /mnt || exit 1
+		if cat /mnt/hello; then echo READ; fi
+		umount /mnt
+		mount -o loop,warn_on_error $S/img /mnt; echo mount=\$?" 2>&1) || true
+	echo "$out"
+	dmesg_since "$lines" | grep EXT4-fs
+	case $out in *READ*) fail "the corrupt file was read" ;; esac
+	expect_in "cat: /mnt/hello: Structure needs cleaning" "$out" "read of the corrupt inode"
+	dmesg_since "$lines" | grep -q "EXT4-fs error (device loopfs" ||
+		fail "ext4 saw no error"
+	! dmesg_since "$lines" | grep -q "WARNING" || fail "a kernel WARNING"
+	expect_in "mount=32" "$out" "mount -o loop,warn_on_error (mount(8) exit status)"
+	expect_in "option warn_on_error not allowed" "$out" "the refusal's reason"
 }
 
 test_errors_panic_refused() {
@@ -569,6 +638,55 @@ test_stalled_resolver_times_out() {
 		fail "no log line"
 	pgrep -u "$CUID" >/dev/null && stall_cleanup
 	true
+}
+
+# The container holds its own device's lock across a wait on its own FUSE
+# daemon, stopped: a write to loop1 (backed by a file on that mount, served
+# with the file's opener's rights) stalls, LOOP_SET_BLOCK_SIZE of loop1
+# waits for it holding the device, LOOP_CTL_REMOVE of loop1 comes behind
+# it. Neither the supervisor (host root, listing the instance for the mount
+# of loop0 that follows, and at teardown) nor host root opening loop1's
+# host node may wait for any of it, and the container's end still ends
+# everything.
+test_stalled_ioctl_remove() {
+	local watcher
+	stall_prepare
+	rm -f "$S/stuck" "$S/host-open" "$S/res-bs" "$S/res-rm" "$S/bs-state"
+	(
+		for _ in $(seq 300); do [ -s "$S/stuck" ] && break; sleep 0.1; done
+		[ -s "$S/stuck" ] || exit 0
+		if timeout -s KILL 5 sh -c "exec 3</dev/$(cat "$S/stuck")"; then
+			echo open-ok >"$S/host-open"
+		else
+			echo "open-failed $?" >"$S/host-open"
+		fi
+	) &
+	watcher=$!
+	run_stalled "$STALL_FUSE
+		truncate -s 16M $S/fmnt/back
+		losetup /dev/loop1 $S/fmnt/back
+		kill -STOP \$fpid
+		dd if=/dev/zero of=/dev/loop1 bs=4k count=1 oflag=direct 2>/dev/null &
+		sleep 1
+		$PROBE block-size /dev/loop1 4096 >$S/res-bs 2>&1 &
+		sleep 1
+		$PROBE loop-remove /dev/loop-control 1 >$S/res-rm 2>&1 &
+		sleep 1
+		$PROBE mount /dev/loop0 /mnt ext4 >$S/res 2>&1
+		[ -s $S/res-bs ] || echo pending >$S/bs-state
+		basename \$(readlink -f /sys/block/loop1) >$S/stuck
+		for i in \$(seq 80); do [ -s $S/host-open ] && break; sleep 0.1; done
+		date +%s.%N >$S/t-exit"
+	# the watcher's open may be stuck for good: look, never wait for it
+	for _ in $(seq 50); do [ -s "$S/host-open" ] && break; sleep 0.1; done
+	kill "$watcher" 2>/dev/null || true
+	expect_eq pending "$(cat "$S/bs-state" 2>/dev/null)" \
+		"LOOP_SET_BLOCK_SIZE still waiting for the stalled write when loop0 was mounted"
+	expect_eq EBUSY "$(cat "$S/res-rm" 2>/dev/null)" \
+		"LOOP_CTL_REMOVE of the device whose ioctl holds it"
+	expect_eq ok "$(cat "$S/res" 2>/dev/null)" "the supervised mount of loop0 meanwhile"
+	expect_eq open-ok "$(cat "$S/host-open" 2>/dev/null)" \
+		"host root opens loop1's host node within 5 s"
 }
 
 # owners PATH...: "uid:gid" of each PATH, on one line
@@ -746,7 +864,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 35
+tap_plan 39
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
@@ -766,14 +884,18 @@ run_test "after COMMAND exits: no loop devices, mounts, processes or charges lef
 run_test "when the supervisor dies, the container's mount(2) fails with ENOSYS instead of hanging" test_supervisor_death
 run_test "--pid: COMMAND is PID 1 and mount -o loop works there" test_pid_ns
 run_test "paths are resolved against the caller's cwd (relative target)" test_caller_cwd
-run_test "a mount from a nested user+mount namespace lands in that namespace" test_nested_ns
+run_test "a mount from a nested mount namespace lands in that namespace" test_nested_ns
+run_test "container root in a user namespace of its own is refused with EPERM" test_nested_userns_refused
+run_test "a container user mounts none of root's 0600 device: not through its own user namespace, not with CAP_SYS_ADMIN alone (EPERM)" test_user_cannot_mount_roots_device
 run_test "mount(2) through the i386 ABI (int 0x80) is supervised the same way" test_compat_abi
 run_test "an ext4 error on an image that asks for panic remounts it read-only, never panics the host" test_fs_error_no_panic
+run_test "an image whose default options say warn_on_error: its error is no kernel WARNING; -o warn_on_error is refused" test_fs_error_no_warning
 run_test "errors=panic is refused with EPERM and logged (mount -o loop,errors=panic; ext4, vfat)" test_errors_panic_refused
 run_test "remount,errors=panic of a supervised mount is refused by the kernel" test_remount_errors_panic_refused
 run_test "an image naming a host device as external journal: the mount fails, the device is untouched" test_external_journal_confined
 run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: all gone within 10 s" test_stalled_fuse_target
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
+run_test "a stalled write, LOOP_SET_BLOCK_SIZE and remove of loop1 hold up neither the supervisor's next mount nor host root's open; all gone within 10 s" test_stalled_ioctl_remove
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
 if kernel_idmaps; then
 	run_test "ext4 made in the container: mount -o loop, written as its root and a mapped user, remounted, fsck clean, its ids on disk" test_own_ext4_round_trip

@@ -5,6 +5,8 @@
  *   mnt-probe mount SRC TGT TYPE [ro] [DATA]  prints "ok" or the errno name
  *   mnt-probe fsopen TYPE                     prints "ok" or the errno name
  *   mnt-probe loop-add CONTROL N              LOOP_CTL_ADD N on CONTROL
+ *   mnt-probe loop-remove CONTROL N           LOOP_CTL_REMOVE N on CONTROL
+ *   mnt-probe block-size DEV N                LOOP_SET_BLOCK_SIZE N on DEV
  *   mnt-probe remount TGT DATA                mount(NULL, TGT, NULL, MS_REMOUNT, DATA)
  *   mnt-probe mount-mapped FILE TGT TYPE GO   mount(2) whose source string is
  *       the start of FILE, mapped and not resident: maps FILE, drops its
@@ -154,6 +156,16 @@ static int race(char **argv)
 	return wrong ? 1 : 0;
 }
 
+/* ioctl(open(PATH, MODE), CMD, ARG): prints "ok" or the errno name. */
+static int loop_ioctl(const char *path, int mode, unsigned long cmd, long arg)
+{
+	int fd = open(path, mode | O_CLOEXEC);
+	int r = fd < 0 ? -1 : ioctl(fd, cmd, arg);
+
+	printf("%s\n", r < 0 ? errno_name(errno) : "ok");
+	return r < 0;
+}
+
 int main(int argc, char **argv)
 {
 	int r;
@@ -179,13 +191,12 @@ int main(int argc, char **argv)
 		printf("%s\n", result(r < 0));
 		return r < 0;
 	}
-	if (argc == 4 && !strcmp(argv[1], "loop-add")) {
-		int fd = open(argv[2], O_RDWR | O_CLOEXEC);
-
-		r = fd < 0 ? -1 : ioctl(fd, LOOP_CTL_ADD, atoi(argv[3]));
-		printf("%s\n", r < 0 ? errno_name(errno) : "ok");
-		return r < 0;
-	}
+	if (argc == 4 && !strcmp(argv[1], "loop-add"))
+		return loop_ioctl(argv[2], O_RDWR, LOOP_CTL_ADD, atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "loop-remove"))
+		return loop_ioctl(argv[2], O_RDWR, LOOP_CTL_REMOVE, atoi(argv[3]));
+	if (argc == 4 && !strcmp(argv[1], "block-size"))
+		return loop_ioctl(argv[2], O_RDONLY, LOOP_SET_BLOCK_SIZE, atoi(argv[3]));
 #ifdef __x86_64__
 	if (argc == 5 && !strcmp(argv[1], "mount32"))
 		return mount32(argv + 2);
