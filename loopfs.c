@@ -62,7 +62,7 @@
 #include "loop_shim.h"
 #include "loopfs.h"
 
-/* How long the partition node worker sleeps before it tries busy locks again. */
+/* How long the partition node worker waits before it tries busy locks again */
 #define LOOPFS_SYNC_RETRY	(HZ / 10)
 
 static DEFINE_IDA(loopfs_instance_ida);
