@@ -338,6 +338,20 @@ static void close_caller(struct caller *k)
 	}
 }
 
+/*
+ * The caller's /proc status file. Its ids are as the user namespace of
+ * whoever opens it sees them.
+ */
+static FILE *caller_status(struct container *c, struct caller *k)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/status", k->pid);
+	fd = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? NULL : fdopen(fd, "r");
+}
+
 static int open_caller(struct container *c, struct caller *k)
 {
 	static const struct { const char *name; int flags; size_t off; } files[] = {
@@ -361,9 +375,7 @@ static int open_caller(struct container *c, struct caller *k)
 		if (fd < 0)
 			return -errno;
 	}
-	snprintf(path, sizeof(path), "%d/status", k->pid);
-	fd = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	f = fd < 0 ? NULL : fdopen(fd, "r");
+	f = caller_status(c, k);
 	if (!f)
 		return -ESRCH;
 	while (fgets(line, sizeof(line), f)) {
@@ -453,10 +465,6 @@ static int open_path(const char *path, struct stat *st)
 }
 
 /*
- * The resolving helper: sends the strings, then, in the caller's context,
- * the descriptors of source and target and what they are.
- */
-/*
  * In the resolving helper, root of the caller's user namespace: takes on
  * the caller's file system ids and groups, as that namespace sees them (the
  * status file opened from inside it), and with them its right to override
@@ -466,32 +474,30 @@ static int become_caller(struct container *c, struct caller *k)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
 	struct __user_cap_data_struct none[2] = { { 0 } };
-	unsigned int fsuid = -1, fsgid = -1, u[3], g[3];
+	unsigned int fsuid = -1, fsgid = -1, gid;
 	gid_t groups[64];
-	int fd, n = 0, len;
-	char path[64], line[1024], *p;
+	char line[1024], *p;
+	int n = 0, len;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%d/status", k->pid);
-	fd = openat(c->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	f = fd < 0 ? NULL : fdopen(fd, "r");
+	if (k->cap_dac_override && k->in_container_ns)
+		return 0;	/* as root of the namespace, with its rights */
+	f = caller_status(c, k);
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &fsuid) == 4 ||
-		    sscanf(line, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &fsgid) == 4)
+		if (sscanf(line, "Uid: %*u %*u %*u %u", &fsuid) == 1 ||
+		    sscanf(line, "Gid: %*u %*u %*u %u", &fsgid) == 1)
 			continue;
 		if (strncmp(line, "Groups:", 7))
 			continue;
 		for (p = line + 7; n < (int)ARRAY_SIZE(groups) &&
-		     sscanf(p, "%u%n", &g[0], &len) == 1; p += len)
-			groups[n++] = g[0];
+		     sscanf(p, "%u%n", &gid, &len) == 1; p += len)
+			groups[n++] = gid;
 	}
 	fclose(f);
 	if (fsuid == -1U || fsgid == -1U)
 		return -1;
-	if (k->cap_dac_override && k->in_container_ns)
-		return 0;	/* as root of the namespace, with its rights */
 	/* a namespace that may not set groups leaves the caller none */
 	if (setgroups(n, groups) && setgroups(0, NULL) && errno != EPERM)
 		return -1;
@@ -501,6 +507,10 @@ static int become_caller(struct container *c, struct caller *k)
 	return syscall(SYS_capset, &hdr, none) ? -1 : 0;
 }
 
+/*
+ * The resolving helper: sends the strings, then, in the caller's context,
+ * the descriptors of source and target and what they are.
+ */
 static int resolver(struct container *c, struct caller *k, struct request *r,
 		    int sock)
 {
