@@ -189,6 +189,7 @@ static int loop_dev_rw(struct loop_dev *ldev, struct loop_dev_cmd *cmd,
 		       bool nowait)
 {
 	struct file *file = ldev->file;
+	const struct cred *cred;
 	ssize_t ret;
 
 	/* Elsewhere a buffered IOCB_NOWAIT write fails: the worker's job. */
@@ -203,22 +204,21 @@ static int loop_dev_rw(struct loop_dev *ldev, struct loop_dev_cmd *cmd,
 			cmd->iocb.ki_flags |= IOCB_DIRECT;
 			cmd->iocb.ki_complete = compat_ki_complete(loop_dev_aio_complete);
 		}
-		if (cmd->write) {
-			const struct cred *cred;
-
-			if (!loop_dev_start_write(cmd, nowait))
-				return -EAGAIN;
-			/*
-			 * Checks made on the way (suid/sgid removal, quota and
-			 * reserved blocks) are the opener's, not those of the
-			 * task or worker serving the request.
-			 */
-			cred = override_creds(file->f_cred);
+		if (cmd->write && !loop_dev_start_write(cmd, nowait))
+			return -EAGAIN;
+		/*
+		 * The opener's rights, not those of the task or worker
+		 * serving the request: checks made on the way (suid/sgid
+		 * removal, quota and reserved blocks) are its, and a FUSE
+		 * daemon mounted in its user namespace answers only ids
+		 * that namespace maps (the worker's are EOVERFLOW there).
+		 */
+		cred = override_creds(file->f_cred);
+		if (cmd->write)
 			ret = file->f_op->write_iter(&cmd->iocb, &cmd->iter);
-			revert_creds(cred);
-		} else {
+		else
 			ret = file->f_op->read_iter(&cmd->iocb, &cmd->iter);
-		}
+		revert_creds(cred);
 		if (ret == -EIOCBQUEUED)
 			return ret;
 		if (cmd->write)
@@ -351,7 +351,7 @@ static int loop_dev_do_blocking(struct loop_dev *ldev, struct request *rq)
 	const struct cred *cred;
 	int ret;
 
-	/* As for writes: the opener's rights, not the worker's. */
+	/* As for reads and writes: the opener's rights, not the worker's. */
 	cred = override_creds(ldev->file->f_cred);
 	ret = loop_dev_do_blocking_op(ldev, rq);
 	revert_creds(cred);
