@@ -25,18 +25,20 @@
 #include "compat.h"
 #include "loopfs_limits.h"
 #include "loopfs_abi.h"
+#include "loop_shim.h"
 
 /*
  * Devices charged to @uid in @ns: one entry per (namespace, user) level.
- * Entries of the initial namespace also count the devices that scan
- * partitions.
+ * Entries of the initial namespace also count, in @held, the devices that
+ * hold what a host user's containers may have only so much of at a time
+ * (enum loop_dev_charge).
  */
 struct loopfs_charge {
 	struct hlist_node node;
 	struct user_namespace *ns;
 	kuid_t uid;
 	long count;
-	long scanning;
+	long held[LOOP_DEV_NR_CHARGES];
 };
 
 /* The limit a user namespace other than the initial one has set. */
@@ -56,6 +58,22 @@ static unsigned int container_partscan_devices = 8;
 module_param(container_partscan_devices, uint, 0644);
 MODULE_PARM_DESC(container_partscan_devices,
 		 "Devices scanning partitions that the containers of one host user may have at a time (default: 8)");
+
+/*
+ * Each share lets a device's page cache hold 1% of the host's dirty
+ * threshold, which a device whose backing file stops answering keeps: so
+ * a host user's containers may hold only so many shares at a time,
+ * however many devices they bind.
+ */
+static unsigned int container_dirty_devices = 8;
+module_param(container_dirty_devices, uint, 0644);
+MODULE_PARM_DESC(container_dirty_devices,
+		 "Devices with a share of the host's dirty page threshold that the containers of one host user may have at a time; the others write back at once (default: 8)");
+
+static const unsigned int *loopfs_host_quota[LOOP_DEV_NR_CHARGES] = {
+	[LOOP_DEV_CHARGE_PARTSCAN]	= &container_partscan_devices,
+	[LOOP_DEV_CHARGE_DIRTY]		= &container_dirty_devices,
+};
 
 /* Protects the charge table, the namespace limits and init_limit. */
 static DEFINE_SPINLOCK(loopfs_limits_lock);
@@ -176,7 +194,7 @@ void loopfs_uncharge(struct user_namespace *ns, kuid_t uid)
 			continue;
 		if (--c->count)
 			continue;
-		WARN_ON_ONCE(c->scanning);
+		WARN_ON_ONCE(memchr_inv(c->held, 0, sizeof(c->held)));
 		hash_del(&c->node);
 		kfree(c);
 	}
@@ -196,7 +214,8 @@ static struct loopfs_charge *loopfs_host_charge(struct user_namespace *ns,
 	return loopfs_find_charge(ns, uid);
 }
 
-int loopfs_charge_partscan(struct user_namespace *ns, kuid_t uid)
+int loopfs_charge_host(struct user_namespace *ns, kuid_t uid,
+		       enum loop_dev_charge what)
 {
 	struct loopfs_charge *c;
 	int err = -ENOSPC;
@@ -204,22 +223,23 @@ int loopfs_charge_partscan(struct user_namespace *ns, kuid_t uid)
 	spin_lock(&loopfs_limits_lock);
 	c = loopfs_host_charge(ns, uid);
 	if (!WARN_ON_ONCE(!c) &&
-	    c->scanning < READ_ONCE(container_partscan_devices)) {
-		c->scanning++;
+	    c->held[what] < READ_ONCE(*loopfs_host_quota[what])) {
+		c->held[what]++;
 		err = 0;
 	}
 	spin_unlock(&loopfs_limits_lock);
 	return err;
 }
 
-void loopfs_uncharge_partscan(struct user_namespace *ns, kuid_t uid)
+void loopfs_uncharge_host(struct user_namespace *ns, kuid_t uid,
+			  enum loop_dev_charge what)
 {
 	struct loopfs_charge *c;
 
 	spin_lock(&loopfs_limits_lock);
 	c = loopfs_host_charge(ns, uid);
-	if (!WARN_ON_ONCE(!c || !c->scanning))
-		c->scanning--;
+	if (!WARN_ON_ONCE(!c || !c->held[what]))
+		c->held[what]--;
 	spin_unlock(&loopfs_limits_lock);
 }
 

@@ -89,6 +89,28 @@ static bool loop_dev_partscan_allowed(struct loop_dev *ldev)
 	return ldev->user_ns == &init_user_ns || READ_ONCE(container_partscan);
 }
 
+/*
+ * A bound device's page cache may hold LOOP_DEV_MAX_DIRTY_RATIO percent of
+ * the host's dirty threshold, strictly (see loop_dev_create()), which it
+ * keeps when its backing file stops answering. Its owner grants such
+ * shares, only so many to one tenant however many devices it binds; a
+ * device without one holds none, and its writers wait for the writeback of
+ * what they dirty.
+ */
+static void loop_dev_take_dirty_share(struct loop_dev *ldev)
+{
+	ldev->dirty_share = !ldev->ops->charge(ldev, LOOP_DEV_CHARGE_DIRTY);
+	bdi_set_max_ratio(compat_disk_bdi(ldev->disk),
+			  ldev->dirty_share ? LOOP_DEV_MAX_DIRTY_RATIO : 0);
+}
+
+static void loop_dev_drop_dirty_share(struct loop_dev *ldev)
+{
+	if (ldev->dirty_share)
+		ldev->ops->uncharge(ldev, LOOP_DEV_CHARGE_DIRTY);
+	ldev->dirty_share = false;
+}
+
 static loff_t loop_dev_size(loff_t offset, loff_t sizelimit, struct file *file)
 {
 	loff_t size = i_size_read(file->f_mapping->host);
@@ -643,13 +665,14 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 	if (err)
 		goto out_reset;
 	if (config->info.lo_flags & LO_FLAGS_PARTSCAN) {
-		err = ldev->ops->charge_partscan(ldev);
+		err = ldev->ops->charge(ldev, LOOP_DEV_CHARGE_PARTSCAN);
 		if (err)
 			goto out_reset;
 	}
 	ldev->flags = config->info.lo_flags;
 	if (!loop_dev_file_writable(file) || !(mode & BLK_OPEN_WRITE))
 		ldev->flags |= LO_FLAGS_READ_ONLY;
+	loop_dev_take_dirty_share(ldev);
 
 	dev_set_uevent_suppress(disk_to_dev(ldev->disk), 1);
 	disk_force_media_change(ldev->disk);
@@ -688,8 +711,9 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 	return 0;
 
 out_uncharge:
+	loop_dev_drop_dirty_share(ldev);
 	if (ldev->flags & LO_FLAGS_PARTSCAN)
-		ldev->ops->uncharge_partscan(ldev);
+		ldev->ops->uncharge(ldev, LOOP_DEV_CHARGE_PARTSCAN);
 out_reset:
 	loop_dev_reset_config(ldev);
 out_unlock:
@@ -742,9 +766,10 @@ static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	}
 	compat_disk_suppress_part_scan(ldev->disk, true);
 	if (partscan)
-		ldev->ops->uncharge_partscan(ldev);
+		ldev->ops->uncharge(ldev, LOOP_DEV_CHARGE_PARTSCAN);
 
 	mutex_lock(&ldev->lock);
+	loop_dev_drop_dirty_share(ldev);
 	loop_dev_reset_config(ldev);
 	WRITE_ONCE(ldev->state,
 		   ldev->orphan ? LOOP_DEV_DELETING : LOOP_DEV_UNBOUND);
@@ -860,7 +885,7 @@ static int loop_dev_set_status(struct loop_dev *ldev,
 	if ((info->lo_flags & LO_FLAGS_PARTSCAN) &&
 	    !(ldev->flags & LO_FLAGS_PARTSCAN)) {
 		err = loop_dev_partscan_allowed(ldev) ?
-		      ldev->ops->charge_partscan(ldev) : -EPERM;
+		      ldev->ops->charge(ldev, LOOP_DEV_CHARGE_PARTSCAN) : -EPERM;
 		if (err)
 			goto out_unlock;
 		charged = true;
@@ -890,7 +915,7 @@ static int loop_dev_set_status(struct loop_dev *ldev,
 out_unfreeze:
 	blk_mq_unfreeze_queue(ldev->disk->queue, memflags);
 	if (err && charged)
-		ldev->ops->uncharge_partscan(ldev);
+		ldev->ops->uncharge(ldev, LOOP_DEV_CHARGE_PARTSCAN);
 out_unlock:
 	mutex_unlock(&ldev->lock);
 	if (partscan)

@@ -17,6 +17,22 @@ struct loop_dev;
 struct user_namespace;
 
 /**
+ * enum loop_dev_charge - what a bound device holds that its owner counts
+ * @LOOP_DEV_CHARGE_PARTSCAN: it scans partitions (LOOP_CONFIGURE or
+ *	LOOP_SET_STATUS asking for LO_FLAGS_PARTSCAN); refused, the call
+ *	fails
+ * @LOOP_DEV_CHARGE_DIRTY: its page cache holds a share of the host's dirty
+ *	threshold; refused, the device binds without one and its writers
+ *	wait for the writeback of what they dirty
+ * @LOOP_DEV_NR_CHARGES: how many there are
+ */
+enum loop_dev_charge {
+	LOOP_DEV_CHARGE_PARTSCAN,
+	LOOP_DEV_CHARGE_DIRTY,
+	LOOP_DEV_NR_CHARGES
+};
+
+/**
  * struct loop_dev_ops - what the owner of a device is told and asked
  * @partitions_changed: the device's partitions changed: after the scan of
  *	LOOP_CONFIGURE, LOOP_SET_STATUS or LOOP_CHANGE_FD and the drop when
@@ -34,20 +50,18 @@ struct user_namespace;
  * @check_backing: may @file back the device? 0, or the errno that
  *	LOOP_SET_FD, LOOP_CONFIGURE or LOOP_CHANGE_FD returns. Called with
  *	the device's locks held: it must not sleep on I/O.
- * @charge_partscan: the device is about to scan partitions (LOOP_CONFIGURE
- *	or LOOP_SET_STATUS asking for LO_FLAGS_PARTSCAN): 0, or the errno
- *	the call fails with.
- * @uncharge_partscan: a device that @charge_partscan let scan stopped
- *	scanning (it was unbound), or the call that asked failed after all.
- *	Both are called with or without the device's lock held and must not
- *	sleep.
+ * @charge: the device is about to hold @what (enum loop_dev_charge): 0, or
+ *	an errno, which for LOOP_DEV_CHARGE_PARTSCAN the call fails with.
+ * @uncharge: a device that @charge let hold @what stopped holding it (it
+ *	was unbound), or the call that asked failed after all. Both are
+ *	called with or without the device's lock held and must not sleep.
  */
 struct loop_dev_ops {
 	void (*partitions_changed)(struct loop_dev *ldev, bool can_block);
 	void (*released)(struct loop_dev *ldev);
 	int (*check_backing)(struct loop_dev *ldev, struct file *file);
-	int (*charge_partscan)(struct loop_dev *ldev);
-	void (*uncharge_partscan)(struct loop_dev *ldev);
+	int (*charge)(struct loop_dev *ldev, enum loop_dev_charge what);
+	void (*uncharge)(struct loop_dev *ldev, enum loop_dev_charge what);
 };
 
 /**

@@ -98,6 +98,7 @@ struct loop_dev {
 	struct mutex lock;
 	enum loop_dev_state state;
 	bool orphan;
+	bool dirty_share;	/* charged while bound: loop_dev_take_dirty_share() */
 	int flags;
 	loff_t offset;
 	loff_t sizelimit;

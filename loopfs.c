@@ -737,34 +737,35 @@ static int loopfs_check_backing(struct loop_dev *ldev, struct file *file)
 }
 
 /*
- * Scanning devices count against the host user of a container's instance;
- * the host's own instances scan as they like.
+ * Scanning devices and dirty shares count against the host user of a
+ * container's instance; the host's own instances have as many as they like.
  */
-static int loopfs_charge_partscan_dev(struct loop_dev *ldev)
+static int loopfs_charge_dev(struct loop_dev *ldev, enum loop_dev_charge what)
 {
 	struct loopfs_device *dev = loop_dev_owner(ldev);
 	struct loopfs_instance *inst = dev->instance;
 
 	if (inst->user_ns == &init_user_ns)
 		return 0;
-	return loopfs_charge_partscan(inst->user_ns, inst->root_uid);
+	return loopfs_charge_host(inst->user_ns, inst->root_uid, what);
 }
 
-static void loopfs_uncharge_partscan_dev(struct loop_dev *ldev)
+static void loopfs_uncharge_dev(struct loop_dev *ldev,
+				enum loop_dev_charge what)
 {
 	struct loopfs_device *dev = loop_dev_owner(ldev);
 	struct loopfs_instance *inst = dev->instance;
 
 	if (inst->user_ns != &init_user_ns)
-		loopfs_uncharge_partscan(inst->user_ns, inst->root_uid);
+		loopfs_uncharge_host(inst->user_ns, inst->root_uid, what);
 }
 
 static const struct loop_dev_ops loopfs_device_ops = {
 	.partitions_changed	= loopfs_partitions_changed,
 	.released		= loopfs_device_released,
 	.check_backing		= loopfs_check_backing,
-	.charge_partscan	= loopfs_charge_partscan_dev,
-	.uncharge_partscan	= loopfs_uncharge_partscan_dev,
+	.charge			= loopfs_charge_dev,
+	.uncharge		= loopfs_uncharge_dev,
 };
 
 /* ---- the /sys/block and /sys/dev/block views ---- */

@@ -10,6 +10,8 @@
 
 #include <linux/uidgid.h>
 
+#include "loop_shim.h"
+
 struct user_namespace;
 
 /**
@@ -30,23 +32,28 @@ int loopfs_charge(struct user_namespace *ns, kuid_t uid);
 void loopfs_uncharge(struct user_namespace *ns, kuid_t uid);
 
 /**
- * loopfs_charge_partscan() - count one more partition-scanning device
+ * loopfs_charge_host() - count one more device holding @what
  * @ns: as given to loopfs_charge() for the device
  * @uid: as given to loopfs_charge() for the device
+ * @what: scanning partitions, or a share of the dirty threshold
  *
  * Counted against the host user the device is charged to in the initial
- * namespace, within the module parameter container_partscan_devices.
+ * namespace, within the module parameter container_partscan_devices or
+ * container_dirty_devices.
  *
  * Return: 0, or -ENOSPC at the limit.
  */
-int loopfs_charge_partscan(struct user_namespace *ns, kuid_t uid);
+int loopfs_charge_host(struct user_namespace *ns, kuid_t uid,
+		       enum loop_dev_charge what);
 
 /**
- * loopfs_uncharge_partscan() - undo one loopfs_charge_partscan()
- * @ns: as given to loopfs_charge_partscan()
- * @uid: as given to loopfs_charge_partscan()
+ * loopfs_uncharge_host() - undo one loopfs_charge_host()
+ * @ns: as given to loopfs_charge_host()
+ * @uid: as given to loopfs_charge_host()
+ * @what: as given to loopfs_charge_host()
  */
-void loopfs_uncharge_partscan(struct user_namespace *ns, kuid_t uid);
+void loopfs_uncharge_host(struct user_namespace *ns, kuid_t uid,
+			  enum loop_dev_charge what);
 
 int loopfs_limits_init(void);
 void loopfs_limits_exit(void);

@@ -34,7 +34,7 @@ mkdir "$w/fa" "$w/a" "$w/b"
 cleanup() {
 	local p
 	[ -s "$w/fa.conn" ] &&
-		echo 1 >"/sys/fs/fuse/connections/$(cat "$w/fa.conn")/abort" 2>/dev/null
+		echo 1 2>/dev/null >"/sys/fs/fuse/connections/$(cat "$w/fa.conn")/abort"
 	for p in writer fa sync; do
 		[ -s "$w/$p.pid" ] && kill -9 "$(cat "$w/$p.pid")" 2>/dev/null
 	done
@@ -182,7 +182,51 @@ teardown() {
 	fail "$n loopfs disks left, $(cat "$w/disks_before") before the suite"
 }
 
-tap_plan 5
+# A tenant's devices hold dirty shares within its host user's quota
+# (container_dirty_devices, 2 here), across its instances; a device past it
+# binds with none (max_ratio 0). A share comes back when its device is
+# unbound. Another user has a quota of its own, and host root's instances
+# have no quota.
+dirty_quota() {
+	local before out host i
+	before=$(cat /sys/module/loopfs/parameters/container_dirty_devices)
+	echo 2 >/sys/module/loopfs/parameters/container_dirty_devices
+	mkdir -p "$w/q" "$w/qa1" "$w/qa2" "$w/qb" "$w/qh1" "$w/qh2"
+	chown "$uid:$uid" "$w/q"
+	# shellcheck disable=SC2016 # expanded by the tenants' shells
+	local tenant
+	tenant='
+		r() { set -- $(stat -c "%t %T" "$1"); cat /sys/class/bdi/$((0x$1)):$((0x$2))/max_ratio; }
+		mount -t loop loop "$1" && mount -t loop loop "$2" || exit 1
+		for n in 0 1 2; do
+			"$0" ctl-add "$1/loop-control" >/dev/null
+			truncate -s 1M "$3/$4$n" && losetup "$1/loop$n" "$3/$4$n" || exit 1
+		done
+		"$0" ctl-add "$2/loop-control" >/dev/null
+		truncate -s 1M "$3/$4x" && losetup "$2/loop0" "$3/$4x" || exit 1
+		echo "shares $(r "$1/loop0") $(r "$1/loop1") $(r "$1/loop2") $(r "$2/loop0")"
+		losetup -d "$1/loop1" "$2/loop0" && losetup "$2/loop0" "$3/$4x" || exit 1
+		echo "after unbinding loop1: $(r "$2/loop0")"'
+	out=$(setpriv --reuid="$uid" --regid="$uid" --clear-groups unshare -Urm sh -c "$tenant" \
+		"$bin/host-tool" "$w/qa1" "$w/qa2" "$w/q" a 2>&1)
+	out+=$'\n'B:$(setpriv --reuid="$buid" --regid="$buid" --clear-groups unshare -Urm sh -c \
+		"mount -t loop loop $w/qb && $bin/host-tool ctl-add $w/qb/loop-control >/dev/null &&
+		truncate -s 1M /tmp/qb.$$ && losetup $w/qb/loop0 /tmp/qb.$$ &&
+		set -- \$(stat -c '%t %T' $w/qb/loop0) &&
+		cat /sys/class/bdi/\$((0x\$1)):\$((0x\$2))/max_ratio; rm -f /tmp/qb.$$" 2>&1)
+	host=$(unshare -m sh -c "$tenant" "$bin/host-tool" "$w/qh1" "$w/qh2" /tmp h 2>&1)
+	echo "$before" >/sys/module/loopfs/parameters/container_dirty_devices
+	rm -f /tmp/h?
+	echo "$out"
+	echo "host: $host"
+	expect_in "shares 1 1 0 0" "$out" "A's four bound devices, two instances, quota 2"
+	expect_in "after unbinding loop1: 1" "$out" "A's device bound again after one of its shares was freed"
+	expect_in "B:1" "$out" "B's device, A's quota full"
+	expect_in "shares 1 1 1 1" "$host" "host root's devices"
+}
+
+tap_plan 6
+run_test "tenant A's bound devices hold dirty shares within its host user's quota (container_dirty_devices), across instances; B and host root have their own" dirty_quota
 run_test "set-up: a stalling FUSE file, B's 64 MiB write+fsync timed unloaded" setup
 run_test "tenant A's 1 GiB of writes to a device on the stalled file stop at its device's dirty share" stall
 run_test "meanwhile tenant B's writes to a healthy device take at most 1.5 times as long" b_unaffected

@@ -62,6 +62,21 @@ expect_eq() {
 	[ "$1" = "$2" ] || fail "$3: expected '$1', got '$2'"
 }
 
+# expect_in NEEDLE HAYSTACK WHAT
+expect_in() {
+	case $2 in
+	*"$1"*) ;;
+	*) fail "$3: '$1' not in: $2" ;;
+	esac
+}
+
+# expect_not_in NEEDLE HAYSTACK WHAT
+expect_not_in() {
+	case $2 in
+	*"$1"*) fail "$3: '$1' in: $2" ;;
+	esac
+}
+
 in_private_mount_ns() {
 	if [ -z "${LOOPFS_PRIVATE_NS:-}" ]; then
 		LOOPFS_PRIVATE_NS=1 exec unshare -m --propagation private "$0" "$@"

@@ -1,23 +1,8 @@
 # shellcheck shell=bash
 # Helpers for the tools suites (tests/tools/*.sh): the shell suites' TAP
 # helpers (tap_plan, run_test, skip_test, tap_done, fail, expect_eq,
-# wait_gone) plus what only the tools suites use.
+# expect_in, wait_gone) plus what only the tools suites use.
 . "$(dirname "${BASH_SOURCE[0]}")/../shell/lib.sh"
-
-# expect_in NEEDLE HAYSTACK WHAT
-expect_in() {
-	case $2 in
-	*"$1"*) ;;
-	*) fail "$3: '$1' not in: $2" ;;
-	esac
-}
-
-# expect_not_in NEEDLE HAYSTACK WHAT
-expect_not_in() {
-	case $2 in
-	*"$1"*) fail "$3: '$1' in: $2" ;;
-	esac
-}
 
 # Host names of all loopfs block devices right now, one per line.
 loopfs_disks() {
