@@ -22,6 +22,14 @@
  * makes a detached cgroup2 mount there: nothing is attached to any mount
  * namespace, and a cgroup2 mount made in the initial cgroup namespace would
  * reset the hierarchy's mount options (nsdelegate, ...) for the whole host.
+ *
+ * A helper removes its cgroup when it is done. One killed inside it leaves
+ * it behind, which the supervisor removes at teardown; but when the
+ * supervisor dies too (SIGKILL to its process group, as timeout(1) and
+ * service managers send), nobody would. So the supervisor forks a janitor
+ * before its first kernel-mount helper, in a session of its own: it waits
+ * until the supervisor and every helper have exited (the write end of a
+ * pipe they all hold is closed) and then removes their cgroups.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -40,6 +48,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -295,7 +304,7 @@ void unconfine(struct confinement *cf)
 	cf->parent = -1;
 }
 
-void remove_helper_cgroups(pid_t sup, int timeout_ms)
+static void remove_helper_cgroups(pid_t sup, int timeout_ms)
 {
 	char path[PATH_MAX];
 	struct timespec ts = { 0, 20 * 1000000L };
@@ -313,4 +322,46 @@ void remove_helper_cgroups(pid_t sup, int timeout_ms)
 		logmsg("%d helper cgroup(s) " CGROUP_PREFIX "%d.* still in use in %s",
 		       left, sup, path);
 	close(dir);
+}
+
+int start_janitor(pid_t sup, pid_t *pid)
+{
+	int p[2];
+	char c;
+
+	if (pipe2(p, O_CLOEXEC))
+		return -errno;
+	*pid = fork();
+	if (*pid < 0) {
+		close(p[0]);
+		close(p[1]);
+		return -errno;
+	}
+	if (*pid) {
+		close(p[0]);
+		return p[1];
+	}
+	/* nothing of the supervisor's kept alive: above all not its listener */
+	if (dup2(p[0], 3) < 0 || syscall(__NR_close_range, 4, ~0U, 0))
+		_exit(1);
+	/* it ends by itself, once there is nothing left to remove */
+	setsid();
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	signal(SIGHUP, SIG_IGN);
+	while (read(3, &c, 1) < 0 && errno == EINTR)
+		;
+	remove_helper_cgroups(sup, 5000);
+	_exit(0);
+}
+
+void stop_janitor(int fd, pid_t pid)
+{
+	struct timespec ts = { 0, 10 * 1000000L };
+	int i;
+
+	close(fd);
+	/* at once, unless a helper lives on: then the janitor waits for it */
+	for (i = 0; i < 200 && !waitpid(pid, NULL, WNOHANG); i++)
+		nanosleep(&ts, NULL);
 }

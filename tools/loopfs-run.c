@@ -435,23 +435,73 @@ static int container_main(int sock)
 /* Supervisor                                                          */
 /* ------------------------------------------------------------------ */
 
-static void write_map(pid_t pid, const char *file, unsigned int root)
+/*
+ * Writes the container's map of uids or gids (file: "uid_map", "gid_map"):
+ * root for its root, the --map ranges; or, with to_self, each of those host
+ * ids to itself.
+ */
+static void write_map(pid_t pid, const char *file, unsigned int root,
+		      bool to_self)
 {
 	char path[64], buf[64 * (MAX_LIST + 1)];
 	unsigned int in, out, n;
 	size_t len;
 	int fd, i;
 
-	len = snprintf(buf, sizeof(buf), "0 %u 1\n", root);
+	len = snprintf(buf, sizeof(buf), "%u %u 1\n", to_self ? root : 0, root);
 	for (i = 0; i < cfg.nmaps; i++) {
 		sscanf(cfg.maps[i], "%u:%u:%u", &in, &out, &n);
-		len += snprintf(buf + len, sizeof(buf) - len, "%u %u %u\n", in, out, n);
+		len += snprintf(buf + len, sizeof(buf) - len, "%u %u %u\n",
+				to_self ? out : in, out, n);
 	}
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, file);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0 || write(fd, buf, len) != (ssize_t)len)
 		die("write %s: %m", path);
 	close(fd);
+}
+
+/*
+ * A user namespace mapping each host id the container maps to itself. An
+ * image whose root directory a mapped host uid owns was prepared by the host,
+ * in host ids, and is ID-mapped through this one (idmap_mount()): its ids
+ * the container maps show as before, any other (host root's, another
+ * tenant's) as no id at all, to the container and to host root looking in.
+ * The image's owner picks the mapping, and the container writes the image:
+ * neither choice shows ids the container does not map.
+ */
+static int host_ids_userns(void)
+{
+	char path[64], ch;
+	int sv[2], fd;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		die("socketpair: %m");
+	pid = fork();
+	if (pid < 0)
+		die("fork: %m");
+	if (pid == 0) {
+		close(sv[0]);
+		if (unshare(CLONE_NEWUSER) || write(sv[1], "U", 1) != 1)
+			_exit(1);
+		/* until the parent has opened the namespace */
+		while (read(sv[1], &ch, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	close(sv[1]);
+	if (read(sv[0], &ch, 1) != 1)
+		die("cannot make the host ids' user namespace");
+	write_map(pid, "uid_map", cfg.uid, true);
+	write_map(pid, "gid_map", cfg.gid, true);
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		die("open %s: %m", path);
+	close(sv[0]);
+	wait_child(pid, -1);
+	return fd;
 }
 
 /* Is the user namespace fd ours, or nested below ours?  Consumes fd. */
@@ -597,6 +647,7 @@ static void teardown(struct container *c)
 		close(c->notify_fd);
 	close(c->inst_fd);
 	close(c->userns_fd);
+	close(c->host_ids_fd);
 	for (i = 0; i < n; i++) {
 		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u",
 			 major(devs[i]), minor(devs[i]));
@@ -606,8 +657,8 @@ static void teardown(struct container *c)
 			logmsg("device %s still exists after teardown", path);
 	}
 	vlog("its devices gone after %d ms", ms_since(&start));
-	if (c->kernel_mounts)
-		remove_helper_cgroups(c->supervisor, 1000);
+	if (c->janitor >= 0)
+		stop_janitor(c->janitor, c->janitor_pid);
 }
 
 static int child_pidfd = -1;
@@ -649,7 +700,8 @@ static int supervise(struct container *c)
 int main(int argc, char **argv)
 {
 	struct container c = { .notify_fd = -1, .inst_fd = -1, .pidfd = -1,
-			       .userns_fd = -1 };
+			       .userns_fd = -1, .host_ids_fd = -1,
+			       .janitor = -1 };
 	struct stat st;
 	char path[64], ch;
 	int sv[2], fds[2];
@@ -687,8 +739,8 @@ int main(int argc, char **argv)
 
 	if (read(sv[0], &ch, 1) != 1 || ch != 'U')
 		exit(wait_child(c.pid, -1) ?: 125);
-	write_map(c.pid, "uid_map", cfg.uid);
-	write_map(c.pid, "gid_map", cfg.gid);
+	write_map(c.pid, "uid_map", cfg.uid, false);
+	write_map(c.pid, "gid_map", cfg.gid, false);
 	snprintf(path, sizeof(path), "/proc/%d/ns/user", c.pid);
 	/* kept: the ID mapping of the mounts made for the container */
 	c.userns_fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -696,6 +748,7 @@ int main(int argc, char **argv)
 		die("open %s: %m", path);
 	c.userns_dev = st.st_dev;
 	c.userns_ino = st.st_ino;
+	c.host_ids_fd = host_ids_userns();
 	if (write(sv[0], "M", 1) != 1)
 		die("setup: lost the container");
 

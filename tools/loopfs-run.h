@@ -41,11 +41,13 @@ struct container {
 	int pidfd;			/* of pid: readable once COMMAND exited */
 	bool exited;			/* seen while handling a mount */
 	pid_t supervisor;
-	int kernel_mounts;		/* kernel-mount helpers started */
+	int janitor;			/* its pipe, from the first kernel mount */
+	pid_t janitor_pid;
 	int notify_fd;			/* seccomp listener, supervisor only */
 	int inst_fd;			/* O_PATH, root of the loopfs instance */
 	int proc_fd;			/* O_PATH, the host's /proc */
 	int userns_fd;			/* the container's user namespace */
+	int host_ids_fd;		/* its host ids, each to itself */
 	dev_t userns_dev;		/* and its identity */
 	ino_t userns_ino;
 };
@@ -77,6 +79,7 @@ struct confinement {
 
 int confine_devices(struct confinement *cf, pid_t supervisor, dev_t dev);
 void unconfine(struct confinement *cf);
-void remove_helper_cgroups(pid_t supervisor, int timeout_ms);
+int start_janitor(pid_t supervisor, pid_t *pid);
+void stop_janitor(int fd, pid_t pid);
 
 #endif

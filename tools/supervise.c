@@ -841,12 +841,13 @@ static bool host_uid_mapped(uid_t id)
 /*
  * Shows the filesystem of the detached mount mnt through the container's user
  * namespace (an ID-mapped mount), so that the ids the container wrote are its
- * own: on-disk 0 is the container's root, on-disk 1000 its uid 1000.  Not
- * when the root directory belongs to a host uid that the container maps: the
- * host prepared that image for this container, in host ids, and it is mounted
- * as it is.  A type that the kernel cannot ID-map (no FS_ALLOW_IDMAP: EINVAL)
- * is mounted as it is too, and said so once; so is every type on a kernel
- * without ID-mapped mounts (ENOSYS).  Returns 0 or an errno.
+ * own: on-disk 0 is the container's root, on-disk 1000 its uid 1000.  When the
+ * root directory belongs to a host uid that the container maps, the host
+ * prepared that image for this container, in host ids: it is shown through
+ * the namespace of those host ids, each to itself (host_ids_userns()).  A
+ * type that the kernel cannot ID-map (no FS_ALLOW_IDMAP: EINVAL) is mounted
+ * as it is, and said so once; so is every type on a kernel without ID-mapped
+ * mounts (ENOSYS).  Returns 0 or an errno.
  */
 static int idmap_mount(struct container *c, const struct request *r, int mnt)
 {
@@ -860,9 +861,9 @@ static int idmap_mount(struct container *c, const struct request *r, int mnt)
 	if (fstat(mnt, &st))
 		return errno;
 	if (host_uid_mapped(st.st_uid)) {
-		vlog("%s: root directory of host uid %u, mapped: not ID-mapped",
+		vlog("%s: root directory of host uid %u, mapped: host ids kept",
 		     r->type, st.st_uid);
-		return 0;
+		attr.userns_fd = c->host_ids_fd;
 	}
 	if (!mount_setattr(mnt, "", AT_EMPTY_PATH, &attr, sizeof(attr)))
 		return 0;
@@ -1079,14 +1080,17 @@ static int perform(struct container *c, struct caller *k, const struct request *
 	struct helper h;
 	int st;
 
+	if (!helper && c->janitor < 0) {
+		c->janitor = start_janitor(c->supervisor, &c->janitor_pid);
+		if (c->janitor < 0)
+			return -c->janitor;
+	}
 	st = helper_fork(c, &h);
 	if (st < 0)
 		return -st;
 	if (st == 0)
 		_exit(helper ? fuse_mount(c, k, r, helper, src) :
 			       kernel_mount(c, k, r, node, rdev, tgt));
-	if (!helper)
-		c->kernel_mounts++;
 	st = helper_wait(c, &h, -1);
 	if (!st)
 		st = helper_status(&h);

@@ -3,9 +3,9 @@
 # tools/loopfs-run: unprivileged `mount -o loop` in a user-namespace container
 # through the seccomp mount supervisor.  Runs as root in a guest;
 # the container's root is the unprivileged host uid $LOOPFS_UNPRIV_UID.
-# The write stalled on the container's FUSE daemon fails when teardown
-# kills it:
-# loopfs-expect-log: I/O error, dev loopfs[0-9]+-1, sector 0 op 0x1:\(WRITE\)
+# I/O stalled on the container's FUSE daemon (a write, a read) fails when
+# teardown kills it:
+# loopfs-expect-log: I/O error, dev loopfs[0-9]+-1, sector [0-9]+ op 0x[01]:\((READ|WRITE)\)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -692,6 +692,76 @@ test_stalled_ioctl_remove() {
 		"host root opens loop1's host node within 5 s"
 }
 
+# A device backed by a file on the container's own FUSE mount (as a rootless
+# container's storage is): the worker reads it with the opener's rights,
+# which the daemon, in the container's user namespace, knows; host root's
+# are no id there.  Both the container's read and host root's mount for it
+# see the file's data.  The daemon is mounted with direct_io, so that every
+# read is the daemon's to answer, none the page cache's.
+test_fuse_backed_device_reads() {
+	local out
+	stall_prepare
+	out=$(run -- sh -c "${STALL_FUSE/fuse2fs -f/fuse2fs -o direct_io -f}
+		truncate -s 8M $S/fmnt/small
+		mkfs.ext4 -q -F -d /usr/share/doc/fuse3 $S/fmnt/small
+		sha256sum <$S/fmnt/small
+		losetup /dev/loop1 $S/fmnt/small
+		sha256sum </dev/loop1
+		mount /dev/loop1 /mnt && ls /mnt && umount /mnt
+		losetup -d /dev/loop1
+		kill \$fpid" 2>&1)
+	echo "$out"
+	[ "$(echo "$out" | grep -c -- '  -$' | tr -d ' ')" = 2 ] || fail "two checksums expected"
+	expect_eq "$(echo "$out" | grep -m1 -- '  -$')" "$(echo "$out" | grep -- '  -$' | tail -n 1)" \
+		"the device's data, read by the container, against the file's"
+	expect_in "copyright" "$out" "a file of the filesystem mounted by host root for the container"
+}
+
+# A kernel-mount helper stuck in its device cgroup (reading the container's
+# loop1, backed by a file on the container's FUSE mount, daemon stopped),
+# then SIGKILL to the supervisor's whole process group, as timeout(1) and
+# service managers send it: supervisor and helper die at once, and the
+# helper's cgroup must still go.
+test_supervisor_killed_cgroup_removed() {
+	local sup cg left
+	stall_prepare
+	mkdir -p "$S/cg"
+	mountpoint -q "$S/cg" || mount -t cgroup2 cgroup2 "$S/cg"
+	setsid "$RUN" --uid "$CUID" -- sh -c "$STALL_FUSE
+		truncate -s 8M $S/fmnt/small
+		mkfs.ext4 -q -F $S/fmnt/small
+		losetup /dev/loop1 $S/fmnt/small
+		kill -STOP \$fpid
+		$PROBE mount /dev/loop1 /mnt ext4 >$S/res 2>&1
+		sleep 60" 2>"$S/err" &
+	sup=$!
+	for _ in $(seq 200); do
+		cg=$(find "$S/cg" -name "loopfs-run.$sup.*" | head -n 1)
+		[ -z "$cg" ] || break
+		sleep 0.1
+	done
+	if [ -z "$cg" ]; then
+		kill -KILL -- -"$sup" 2>/dev/null || true
+		cat "$S/err" "$S/res"
+		stall_cleanup
+		umount "$S/cg"
+		fail "no helper cgroup appeared"
+		return
+	fi
+	sleep 0.5
+	kill -KILL -- -"$sup"
+	wait "$sup" 2>/dev/null || true
+	for _ in $(seq 100); do
+		left=$(find "$S/cg" -name "loopfs-run.$sup.*")
+		[ -n "$left" ] || break
+		sleep 0.1
+	done
+	cat "$S/err"
+	stall_cleanup
+	umount "$S/cg"
+	[ -z "$left" ] || fail "10 s after the kill, cgroups left: $left"
+}
+
 # owners PATH...: "uid:gid" of each PATH, on one line
 owners() {
 	stat -c %u:%g "$@" | xargs
@@ -797,8 +867,44 @@ test_host_prepared_image() {
 	echo "$out"
 	expect_in "owners 0:0 0:0 0:0" "$out" "owners in the container"
 	expect_in "hello from loopfs" "$out" "file"
-	case $out in *idmapped*) fail "a host-prepared image was ID-mapped" ;; esac
 	rm -f "$img"
+}
+
+# The image's root directory owner picks the mapping, and the container
+# writes its images: it makes one look host-prepared (root directory owned
+# by its own host uid, read from /proc/self/uid_map), holding a setuid file
+# of on-disk uid 0 and one of another host user.  Mounted for it, neither
+# shows as host root's or the other user's: not in the container, not to
+# host root looking in through /proc/PID/root.
+test_forged_host_image_no_foreign_ids() {
+	local out cpid other=$((CUID + 7))
+	rm -f "$S/cpid" "$S/looked"
+	(
+		for _ in $(seq 300); do [ -s "$S/cpid" ] && break; sleep 0.1; done
+		cpid=$(cat "$S/cpid" 2>/dev/null) || exit 0
+		stat -c '%n %u' "/proc/$cpid/root/mnt/rootfile" "/proc/$cpid/root/mnt/otherfile" \
+			>"$S/host-view" 2>&1
+		touch "$S/looked"
+	) &
+	out=$(run -- sh -c "hu=\$(awk 'NR == 1 { print \$2 }' /proc/self/uid_map)
+		truncate -s 16M $S/forged.img
+		mkfs.ext4 -q -F -E root_owner=\$hu:\$hu $S/forged.img
+		printf '%s\n' 'write /etc/hostname rootfile' 'sif rootfile uid 0' \
+			'sif rootfile mode 0104755' 'write /etc/hostname otherfile' \
+			'sif otherfile uid $other' | debugfs -w -f - $S/forged.img >/dev/null 2>&1
+		mount -o loop $S/forged.img /mnt || exit 1
+		stat -c '%n %u' /mnt /mnt/rootfile /mnt/otherfile
+		echo \$\$ >$S/cpid
+		for i in \$(seq 100); do [ -e $S/looked ] && break; sleep 0.1; done
+		umount /mnt" 2>&1) || true
+	echo "$out"
+	cat "$S/host-view"
+	expect_in "/mnt 0" "$out" "the forged image's root directory, its host uid, shows as the container's root"
+	expect_in "/mnt/rootfile 65534" "$out" "on-disk uid 0 in the container"
+	expect_in "/mnt/otherfile 65534" "$out" "another host user's uid in the container"
+	expect_in "rootfile 65534" "$(cat "$S/host-view")" "on-disk uid 0 to host root"
+	expect_in "otherfile 65534" "$(cat "$S/host-view")" "another host user's uid to host root"
+	rm -f "$S/forged.img"
 }
 
 # ext2 (ext4's driver under the name ext2 on these kernels) cannot be
@@ -900,12 +1006,15 @@ run_test "COMMAND exits while mount(2) resolves a path on a stalled FUSE mount: 
 run_test "COMMAND exits while mount(2)'s source string lies in a stalled FUSE mapping: all gone within 10 s" test_stalled_fuse_mapped_source
 run_test "a stalled write, LOOP_SET_BLOCK_SIZE and remove of loop1 hold up neither the supervisor's next mount nor host root's open; all gone within 10 s" test_stalled_ioctl_remove
 run_test "a resolver stalled by the container's FUSE mount is bounded: mount(2) fails with ETIMEDOUT" test_stalled_resolver_times_out
+run_test "a device backed by a file on the container's FUSE mount: read by the container and mounted for it, same data" test_fuse_backed_device_reads
+run_test "SIGKILL to the supervisor's process group while a kernel-mount helper is confined: its cgroup is removed within 10 s" test_supervisor_killed_cgroup_removed
 if kernel_idmaps; then
 	run_test "ext4 made in the container: mount -o loop, written as its root and a mapped user, remounted, fsck clean, its ids on disk" test_own_ext4_round_trip
 else
 	run_test "no ID-mapped mounts: ext4 made in the container mounts as nobody's, said once; --fuse ext4=fuse2fs writes its ids" test_own_ext4_unmapped
 fi
-run_test "an image the host prepared for the container (root_owner=host uid) is mounted as before, not ID-mapped" test_host_prepared_image
+run_test "an image the host prepared for the container (root_owner=host uid) shows the ids it had, and the container's files get them" test_host_prepared_image
+run_test "a forged 'host-prepared' image (root owned by the container's host uid): its host root and other-user files show as nobody, also to host root" test_forged_host_image_no_foreign_ids
 run_test "a type that cannot be ID-mapped (ext2) is mounted as before, with one note on stderr" test_no_idmap_type_said_once
 run_test "a write-protected image is mounted read-only with a warning on stderr" test_write_protected_said
 run_test "started in a directory the container cannot search: mounts of absolute paths work" test_unsearchable_cwd
