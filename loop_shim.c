@@ -17,7 +17,8 @@
  *     outside that device waits on it; user tasks take it killably.
  *   loop_dev_chain_lock: global, innermost, held only to check a new backing
  *     file and publish it (never across I/O or a freeze), so following a
- *     chain of loop devices backing each other sees stable states.
+ *     chain of loop devices backing each other sees stable states. Its
+ *     holder allocates without I/O (loop_dev_lock_chain()).
  *   loop_dev_intf_lock: global, taken once per device creation around the
  *     registration of the block class interface; none of the others.
  * The class interface's callbacks run under a disk's open_mutex and the
@@ -311,9 +312,18 @@ static unsigned int loop_dev_block_size(struct loop_dev *ldev,
  * Caller has the queue frozen or the device unbound. The freeze comes
  * before the queue-limits lock, which the commit takes: a freeze waits for
  * the requests in flight, which a tenant's stalled backing file holds for
- * as long as it likes, and everyone who changes this queue's limits takes
- * that lock, so it is never held across the wait. (The in-tree driver, on
- * kernels with queue_limits_commit_update_frozen(), takes the lock first.)
+ * as long as it likes, and whoever reads or changes this queue's limits in
+ * sysfs (udev, lsblk) takes that lock unkillably, so it is never held
+ * across the wait. (The in-tree driver, on kernels with
+ * queue_limits_commit_update_frozen(), takes the lock first.)
+ *
+ * The kernel's own order, lock then freeze (a write of a queue attribute),
+ * closes no cycle with ours: a second freezer waits only for requests to
+ * leave the queue, and none can enter a queue already frozen, and nobody
+ * waits for this queue to unfreeze while holding the lock (no I/O and no
+ * allocation that could reclaim through this device is made under it).
+ * Lockdep, which tracks the freeze as a lock since 6.14, records the
+ * freeze, taken as a trylock, before the lock here and never after it.
  */
 static noinline int loop_dev_apply_limits(struct loop_dev *ldev,
 					  unsigned int bsize)
@@ -570,11 +580,33 @@ static void loop_dev_sysfs_remove(struct loop_dev *ldev)
  * devices: they hold its lock, then the chain lock. Both are waited for
  * killably, since either may be held while a backing file takes its time.
  */
+/*
+ * LOOP_CHANGE_FD takes the chain lock with its device's queue frozen: a
+ * holder whose allocation reclaimed by writing back through that device
+ * would wait for the queue, and the queue for the lock. So the holder
+ * allocates without I/O; its saved flags are the lock's to keep.
+ */
+static unsigned int loop_dev_chain_noio;
+
+static int loop_dev_lock_chain(void)
+{
+	if (mutex_lock_killable(&loop_dev_chain_lock))
+		return -EINTR;
+	loop_dev_chain_noio = memalloc_noio_save();
+	return 0;
+}
+
+static void loop_dev_unlock_chain(void)
+{
+	memalloc_noio_restore(loop_dev_chain_noio);
+	mutex_unlock(&loop_dev_chain_lock);
+}
+
 static int loop_dev_lock_for_bind(struct loop_dev *ldev)
 {
 	if (mutex_lock_killable(&ldev->lock))
 		return -EINTR;
-	if (mutex_lock_killable(&loop_dev_chain_lock)) {
+	if (loop_dev_lock_chain()) {
 		mutex_unlock(&ldev->lock);
 		return -EINTR;
 	}
@@ -583,7 +615,7 @@ static int loop_dev_lock_for_bind(struct loop_dev *ldev)
 
 static void loop_dev_unlock_for_bind(struct loop_dev *ldev)
 {
-	mutex_unlock(&loop_dev_chain_lock);
+	loop_dev_unlock_chain();
 	mutex_unlock(&ldev->lock);
 }
 
@@ -691,12 +723,16 @@ static int loop_dev_configure(struct loop_dev *ldev, blk_mode_t mode,
 		goto out_uncharge;
 	}
 	__loop_dev_update_dio(ldev, ldev->flags & LO_FLAGS_DIRECT_IO, false);
-	loop_dev_sysfs_add(ldev);
 	loop_dev_set_capacity(ldev, loop_dev_size(ldev->offset,
 						  ldev->sizelimit, file));
 	/* Publish file and I/O mode before the state (loop_dev_queue_rq). */
 	smp_store_release(&ldev->state, LOOP_DEV_BOUND);
-	mutex_unlock(&loop_dev_chain_lock);
+	loop_dev_unlock_chain();
+	/*
+	 * Not under the chain lock: sysfs takes kernfs's lock, which others
+	 * hold across allocations that may reclaim through a frozen device.
+	 */
+	loop_dev_sysfs_add(ldev);
 	partscan = ldev->flags & LO_FLAGS_PARTSCAN;
 	if (partscan)
 		compat_disk_suppress_part_scan(ldev->disk, false);
@@ -831,7 +867,7 @@ static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 	err = loop_dev_freeze_killable(ldev->disk->queue, &memflags);
 	if (err)
 		goto out_unlock;
-	err = mutex_lock_killable(&loop_dev_chain_lock);
+	err = loop_dev_lock_chain();
 	if (err)
 		goto out_unfreeze;
 	err = loop_dev_may_back(ldev, bdev, file, ldev->flags);
@@ -840,11 +876,11 @@ static int loop_dev_change_fd(struct loop_dev *ldev, struct block_device *bdev,
 		    loop_dev_size(ldev->offset, ldev->sizelimit, old))
 		err = -EINVAL;
 	if (err) {
-		mutex_unlock(&loop_dev_chain_lock);
+		loop_dev_unlock_chain();
 		goto out_unfreeze;
 	}
 	loop_dev_set_file(ldev, file);
-	mutex_unlock(&loop_dev_chain_lock);
+	loop_dev_unlock_chain();
 
 	disk_force_media_change(ldev->disk);
 	loop_dev_update_dio(ldev, ldev->use_dio);
