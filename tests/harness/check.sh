@@ -6,8 +6,9 @@
 # booting that release's kernel on its own userland: every suite on this
 # machine's release (bookworm's 6.1) and the newest, the older set on an
 # older release (bullseye's 5.10), the core set on those between, and,
-# when its kernel is cached, the debug kernel's row: make check-debug
-# with the suites that drive the module's own code (named below).
+# for each debug kernel already built (bookworm's 6.1, sid's newest), its
+# row: make check-debug with suites that drive the module's own code
+# (named below). Rows run two at a time.
 # Prints per-row totals and, as the very last line,
 # "N passed, N failed" (after "N skipped" if any).  Exit status 1 on any
 # failure.
@@ -18,7 +19,8 @@
 # and both releases' 6.12),
 # DKMS_TEST (1 runs the harness self-test, the package tests and the lint;
 # default 1, or 0 when SUITES is set),
-# CHECK_DEBUG (auto: the debug kernel run when its kernel is cached; 0, 1),
+# CHECK_DEBUG (auto: the debug rows whose kernels are built; 0, 1),
+# CHECK_LANES (rows at a time, default 2),
 # LOOPFS_QUICK (default 1), plus run-guest.sh's GUEST_TIMEOUT, SUITE_TIMEOUT...
 set -uo pipefail
 exec 2>&1
@@ -114,57 +116,134 @@ if [ "$tests_ok" -eq 0 ]; then
 	summary
 fi
 
-# One row per release, oldest first. This machine's release and the newest
-# run every suite; an older release runs the older set, one between them the
-# core set (releases.sh): every suite on every release does not fit the
-# check's time budget. SUITES, when set, is what every row runs.
-for k in "${guests[@]}"; do
+# The rows: one per release, and one per debug kernel already built.
+# This machine's release and the newest run every suite; an older release
+# runs the older set, one between them the core set (releases.sh): every
+# suite on every release does not fit the check's time budget. SUITES, when
+# set, is what every row runs (and no debug row runs).
+#
+# They run two at a time (CHECK_LANES): a TCG guest keeps about one of the
+# two cores busy (measured: 1.15 cores for a stock row), so two side by
+# side take little longer than one. Each row's output is kept and printed
+# whole when it ends; the summary lists them in this order.
+row_names=()
+row_cmds=()
+
+# add_row NAME COMMAND...: queue a row (COMMAND prints its step line and
+# then "NAME passed failed skipped RELEASE" last, on stdout).
+add_row() {
+	row_names+=("$1")
+	shift
+	row_cmds+=("$(printf '%q ' "$@")")
+}
+
+# stock_row KVER: the row of KVER's release, on its stock kernel.
+stock_row() {
+	local k=$1 rel suites except
 	rel=$(kver_release "$k")
 	suites=${SUITES:-$(release_suites "$rel")}
 	if [ -n "${SUITES:-}" ] || [ -z "$suites" ]; then
-		step "guest $k ($rel)"
+		step "guest $k ($rel)" >&2
 	elif release_builds_userland "$rel"; then
-		step "guest $k ($rel, the older set)"
+		step "guest $k ($rel, the older set)" >&2
 	else
-		step "guest $k ($rel, the core set)"
+		step "guest $k ($rel, the core set)" >&2
 	fi
 	except=""
 	[ -n "${SUITES:-}" ] || except=$(release_suites_except "$rel")
-	rows+=("$(SUITES=$suites SUITES_EXCEPT=$except guest_row "$k" "$here/run-guest.sh" "$k") $rel")
-done
+	echo "$(SUITES=$suites SUITES_EXCEPT=$except guest_row "$k" "$here/run-guest.sh" "$k") $rel"
+}
 
-# The debug kernel run (make check-debug) joins whenever that kernel
-# is already cached: building it cold takes longer than this whole check.
-# CHECK_DEBUG=0 leaves it out, CHECK_DEBUG=1 builds the kernel if needed.
-if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ] && { [ "${CHECK_DEBUG:-auto}" = 1 ] ||
-	"$here/../debug/build-kernel.sh" --check >/dev/null 2>&1; }; then
-	step "debug kernel (KASAN, lockdep, kmemleak)"
+# The suites of the debug rows, which drive the module's own code hardest:
+# the C suites (the ioctl ABI, instances, user namespaces, a removed
+# device's view directory held open), then on bookworm's 6.1 partitions
+# (the sync work) and on the newest line, whose lockdep also sees queue
+# freezes, the stress test, the tenants' stalled backing files and memcg
+# charging, and the fuzzer for 60 s (300 s in make check-debug), whose
+# views op lists and reads the block views while devices and partitions
+# change; faults.sh and kmemleak.sh always follow. The suites that test
+# userspace on top of the module run on the stock rows, and make
+# check-debug runs them all under a debug kernel.
+debug_suites_bookworm="tests/selftests/* tests/shell/partitions.sh"
+debug_suites_sid="tests/selftests/* tests/stress/stress.sh tests/security/tenants.sh tests/fuzz/fuzz.sh"
+
+# debug_row RELEASE: make check-debug's run on RELEASE's debug kernel.
+debug_row() {
+	local rel=$1 out rc kver last dp df ds suites
+	step "debug kernel of $rel (KASAN, lockdep, kmemleak)" >&2
+	suites=debug_suites_$rel
 	out=$(mktemp)
-	# To keep the whole check within its hour, this row runs the suites
-	# that drive the module's own code hardest, where KASAN, lockdep and
-	# kmemleak find what the stock kernels cannot show: the C suites (the
-	# ioctl ABI, instances, user namespaces, a removed device's view
-	# directory held open), partitions (the sync work), the stress test,
-	# the tenants' memcg charging, and the fuzzer for 60 s (300 s in make
-	# check-debug), whose views op lists and reads the block views while
-	# devices and partitions change; faults.sh and kmemleak.sh always
-	# follow. The suites
-	# that test userspace on top of the module (util-linux, fsck, the
-	# supervisor, the container managers, host.sh's and backing.sh's
-	# attacks) run on the stock rows (all of them on bookworm's 6.1 and the
-	# newest kernel, the older set on 5.10), and make check-debug runs
-	# them all under the debug kernel.
-	LOOPFS_FUZZ_SECONDS=${LOOPFS_FUZZ_SECONDS:-60} MAKE="$MAKE" \
-		SUITES="tests/selftests/* tests/shell/partitions.sh tests/stress/stress.sh tests/security/tenants.sh tests/fuzz/fuzz.sh" \
-		"$here/../debug/check-debug.sh" | tee "$out"
-	rc=${PIPESTATUS[0]}
+	LOOPFS_FUZZ_SECONDS=${LOOPFS_FUZZ_SECONDS:-60} MAKE="$MAKE" SUITES=${!suites} \
+		LOOPFS_PREPARED=1 GUEST_RUN_NAME=debug-$rel \
+		"$here/../debug/check-debug.sh" "$rel" >"$out" 2>&1
+	rc=$?
+	cat "$out" >&2
+	kver=$(sed -n 's/^debug kernel \(.*\) ready in .*/\1/p' "$out")
 	last=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out" | tail -n 1 | tr -d ,)
 	dp=0 df=1 ds=0
 	[ -z "$last" ] || read -r dp _ df _ ds _ <<<"$last"
 	ds=${ds:-0}
 	[ "$rc" -eq 0 ] || [ "$df" -gt 0 ] || df=1
-	rows+=("6.1-debug $dp $df $ds bookworm")
 	rm -f "$out"
+	echo "${kver:-debug} $dp $df $ds $rel"
+}
+
+for k in "${guests[@]}"; do
+	add_row "$k" stock_row "$k"
+done
+# A debug row joins when its kernel is already built: building one cold
+# takes longer than this whole check. CHECK_DEBUG=0 leaves them out,
+# CHECK_DEBUG=1 builds them if needed.
+if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ]; then
+	for rel in bookworm sid; do
+		if [ "${CHECK_DEBUG:-auto}" = 1 ] ||
+			"$here/../debug/build-kernel.sh" --check "$rel" >/dev/null 2>&1; then
+			add_row "debug-$rel" debug_row "$rel"
+		fi
+	done
 fi
+
+# Longest first, so that the two lanes end together: the stock rows of
+# every suite, the debug rows (each then beside a stock row, not beside the
+# other: KASAN's boot keeps both cores busy), then the others.
+order=()
+for pass in every debug other; do
+	for i in "${!row_names[@]}"; do
+		case ${row_names[$i]} in
+		debug-*) kind=debug ;;
+		*)	kind=other
+			[ -n "$(release_suites "$(kver_release "${row_names[$i]}")")" ] || kind=every ;;
+		esac
+		[ "$kind" != "$pass" ] || order+=("$i")
+	done
+done
+
+rowdir=$(mktemp -d)
+lanes=${CHECK_LANES:-2}
+declare -A running=()
+# row_done PID: print the ended row's output whole
+row_done() {
+	local i=${running[$1]}
+	cat "$rowdir/$i.log"
+	unset "running[$1]"
+}
+for i in "${order[@]}"; do
+	while [ ${#running[@]} -ge "$lanes" ]; do
+		wait -n -p ended "${!running[@]}" || true
+		row_done "$ended"
+	done
+	eval "${row_cmds[$i]}" >"$rowdir/$i.row" 2>"$rowdir/$i.log" &
+	running[$!]=$i
+done
+while [ ${#running[@]} -gt 0 ]; do
+	wait -n -p ended "${!running[@]}" || true
+	row_done "$ended"
+done
+for i in "${!row_names[@]}"; do
+	r=$(tail -n 1 "$rowdir/$i.row" 2>/dev/null)
+	[ -n "$r" ] || r="${row_names[$i]} 0 1 0 ?"
+	rows+=("$r")
+done
+rm -rf "$rowdir"
 
 summary
