@@ -884,16 +884,19 @@ static int idmap_mount(struct container *c, const struct request *r, int mnt)
  * Makes the root a private tmpfs holding one node: the checked device, at the
  * path the caller named (or /dev/loopfs/NODE), so that mountinfo shows the
  * usual source and nothing else can be named, also by options taking a path.
+ * The caller's path is kept only if it ends in the node's own name: a
+ * link named /dev/sda to the container's loop0 must not make its mount
+ * read as the host's disk to whoever reads mountinfo.
  */
 static int source_root(const struct request *r, const char *node, dev_t rdev,
 		       char *src, size_t size)
 {
-	const char *s = r->source;
+	const char *s = r->source, *base = strrchr(s, '/');
 	size_t len = strlen(s);
 	char *p;
 
 	if (s[0] == '/' && len > 1 && len < size && s[len - 1] != '/' &&
-	    !strstr(s, "/.") && !strstr(s, "//"))
+	    !strstr(s, "/.") && !strstr(s, "//") && !strcmp(base + 1, node))
 		snprintf(src, size, "%s", s);
 	else
 		snprintf(src, size, "/dev/loopfs/%s", node);

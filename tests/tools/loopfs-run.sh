@@ -224,6 +224,20 @@ test_flags_locked() {
 	expect_in "UMOUNTED" "$out" "umount by device"
 }
 
+# mount(2) of a link the container named /dev/sda, to its loop0: the mount
+# is made, and its source reads as the container's device, not the name.
+test_source_names_its_device() {
+	local out
+	out=$(run -- sh -c "
+		losetup /dev/loop0 $S/img && ln -s loop0 /dev/sda || exit 1
+		$PROBE mount /dev/sda /mnt ext4 && echo \"sda: \$(grep ' /mnt ' /proc/self/mountinfo | tail -n 1)\"
+		umount /mnt
+		$PROBE mount /dev/loop0 /mnt ext4 && echo \"loop0: \$(grep ' /mnt ' /proc/self/mountinfo | tail -n 1)\"")
+	echo "$out"
+	expect_in " - ext4 /dev/loopfs/loop0 " "$(echo "$out" | grep '^sda: ')" "the source of the mount of /dev/sda"
+	expect_in " - ext4 /dev/loop0 " "$(echo "$out" | grep '^loop0: ')" "the source of the mount of /dev/loop0"
+}
+
 test_race_block() {
 	local out start=$SECONDS
 	out=$(run -- sh -c "losetup /dev/loop0 $S/img &&
@@ -985,6 +999,7 @@ run_test "a caller without CAP_SYS_ADMIN in its namespace is refused with EPERM"
 run_test "a tmpfs mount in the container succeeds through CONTINUE" test_tmpfs_continue
 run_test "the new mount API (fsopen) fails with ENOSYS in the container" test_new_api_enosys
 run_test "supervised mounts are nosuid,nodev (locked), show the caller's source, umount by device" test_flags_locked
+run_test "mount(2) of a link /dev/sda to the container's loop0: its mountinfo source is /dev/loopfs/loop0, not /dev/sda" test_source_names_its_device
 run_test "racing thread rewriting the source (instance dev vs host disk): never a wrong mount" test_race_block
 run_test "racing thread rewriting the source (non-block vs host disk, CONTINUE path): nothing mounted" test_race_continue
 run_test "--fuse ext4=fuse2fs mounts and reads the same image" test_fuse2fs
