@@ -987,7 +987,7 @@ test_usage_version() {
 	expect_eq "loopfs-run $ver" "$("$RUN" --version)" "--version"
 }
 
-tap_plan 39
+tap_plan 43
 run_test "mount -o loop in the container (losetup -f; mount -o loop IMG /mnt; cat) prints the file" test_mount_o_loop
 run_test "/dev holds a fresh instance: loop-control and loop0..N-1 links, container-root nodes, max=N" test_dev_layout
 run_test "mounting a host block device (stock loop, guest disk) is refused with EPERM and logged" test_host_disk_refused
