@@ -710,21 +710,23 @@ test_stalled_ioctl_remove() {
 # container's storage is): the worker reads it with the opener's rights,
 # which the daemon, in the container's user namespace, knows; host root's
 # are no id there.  Both the container's read and host root's mount for it
-# see the file's data.  The daemon is mounted with direct_io, so that every
-# read is the daemon's to answer, none the page cache's.
+# see the file's data.  The device reads the file with direct I/O, so that
+# every read is the daemon's to answer, none the page cache's.
 test_fuse_backed_device_reads() {
 	local out
 	stall_prepare
-	out=$(run -- sh -c "${STALL_FUSE/fuse2fs -f/fuse2fs -o direct_io -f}
+	out=$(run -- sh -c "$STALL_FUSE
 		truncate -s 8M $S/fmnt/small
 		mkfs.ext4 -q -F -d /usr/share/doc/fuse3 $S/fmnt/small
 		sha256sum <$S/fmnt/small
-		losetup /dev/loop1 $S/fmnt/small
+		losetup --direct-io=on /dev/loop1 $S/fmnt/small
+		echo dio=\$(cat /sys/block/loop1/loop/dio)
 		sha256sum </dev/loop1
 		mount /dev/loop1 /mnt && ls /mnt && umount /mnt
 		losetup -d /dev/loop1
-		kill \$fpid" 2>&1)
+		kill \$fpid" 2>&1) || true
 	echo "$out"
+	expect_in "dio=1" "$out" "the device reads the file with direct I/O"
 	[ "$(echo "$out" | grep -c -- '  -$' | tr -d ' ')" = 2 ] || fail "two checksums expected"
 	expect_eq "$(echo "$out" | grep -m1 -- '  -$')" "$(echo "$out" | grep -- '  -$' | tail -n 1)" \
 		"the device's data, read by the container, against the file's"
