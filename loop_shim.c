@@ -576,11 +576,6 @@ static void loop_dev_sysfs_remove(struct loop_dev *ldev)
 /* ---- bind and unbind ---- */
 
 /*
- * Binding and clearing change the device's place in chains of loop
- * devices: they hold its lock, then the chain lock. Both are waited for
- * killably, since either may be held while a backing file takes its time.
- */
-/*
  * LOOP_CHANGE_FD takes the chain lock with its device's queue frozen: a
  * holder whose allocation reclaimed by writing back through that device
  * would wait for the queue, and the queue for the lock. So the holder
@@ -602,6 +597,11 @@ static void loop_dev_unlock_chain(void)
 	mutex_unlock(&loop_dev_chain_lock);
 }
 
+/*
+ * Binding and clearing change the device's place in chains of loop
+ * devices: they hold its lock, then the chain lock. Both are waited for
+ * killably, since either may be held while a backing file takes its time.
+ */
 static int loop_dev_lock_for_bind(struct loop_dev *ldev)
 {
 	if (mutex_lock_killable(&ldev->lock))
