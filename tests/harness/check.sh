@@ -222,24 +222,21 @@ done
 rowdir=$(mktemp -d)
 lanes=${CHECK_LANES:-1}
 declare -A running=()
-# row_done PID: print the ended row's output whole
-row_done() {
-	local i=${running[$1]}
-	cat "$rowdir/$i.log"
-	unset "running[$1]"
+# wait_rows N: until fewer than N rows run, printing each ended row whole
+wait_rows() {
+	local ended
+	while [ ${#running[@]} -ge "$1" ]; do
+		wait -n -p ended "${!running[@]}" || true
+		cat "$rowdir/${running[$ended]}.log"
+		unset "running[$ended]"
+	done
 }
 for i in "${order[@]}"; do
-	while [ ${#running[@]} -ge "$lanes" ]; do
-		wait -n -p ended "${!running[@]}" || true
-		row_done "$ended"
-	done
+	wait_rows "$lanes"
 	eval "${row_cmds[$i]}" >"$rowdir/$i.row" 2>"$rowdir/$i.log" &
 	running[$!]=$i
 done
-while [ ${#running[@]} -gt 0 ]; do
-	wait -n -p ended "${!running[@]}" || true
-	row_done "$ended"
-done
+wait_rows 1
 for i in "${!row_names[@]}"; do
 	r=$(tail -n 1 "$rowdir/$i.row" 2>/dev/null)
 	[ -n "$r" ] || r="${row_names[$i]} 0 1 0 ?"
