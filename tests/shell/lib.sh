@@ -22,7 +22,7 @@ tap_plan() {
 }
 
 run_test() {
-	local name=$1 rc=0 log
+	local name=$1 rc=0 log t0=$SECONDS
 	shift
 	TAP_N=$((TAP_N + 1))
 	log=$(mktemp)
@@ -39,6 +39,8 @@ run_test() {
 		echo "# (exit status $rc)"
 		TAP_FAILED=$((TAP_FAILED + 1))
 	fi
+	# What each test costs, for the check's time budget.
+	echo "# time: $((SECONDS - t0)) s"
 	rm -f "$log"
 }
 
