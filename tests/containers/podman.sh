@@ -33,6 +33,9 @@ opts=(--privileged --network none --rootfs "$w/rootfs")
 
 cleanup() {
 	podman_as_root rm -af -t 0 >/dev/null 2>&1
+	# Rootless podman keeps a pause process holding its user namespace;
+	# the suites after this one share the guest and that uid.
+	pkill -KILL -u "$ruid" 2>/dev/null
 	[ -n "${hostdev:-}" ] && losetup -d "$hostdev" 2>/dev/null
 	rm -f /run/cdi/loopfs.yaml
 	true
