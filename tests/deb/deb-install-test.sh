@@ -7,8 +7,8 @@
 #   1. Build loopfs-dkms and loopfs-tools once, here, from the files git
 #      tracks, at the tree's version and at a later one (same sources, a
 #      version bumped in dkms.conf and debian/changelog).
-# Then, for bookworm and for each release root in turn (KERNELS, as for
-# make check, chooses them by their guest kernels):
+# Then, for bookworm and for each release root, two releases at a time
+# (KERNELS, as for make check, chooses them by their guest kernels):
 #   2. apt-get install both: DKMS has built and installed loopfs.ko for
 #      every kernel whose headers are installed (bookworm: 6.1, the 6.12
 #      backport and their RT flavours; a root: its kernel and its RT
@@ -129,9 +129,10 @@ if [ ${#releases[@]} -eq 0 ]; then
 	exit 0
 fi
 
-# The release being tested: its name, root ("" here) and the prefix that
-# runs a command there.
-rel=bookworm root="" at=()
+# The release being tested: its name, root ("" here), the prefix that
+# runs a command there and its own scratch directory (releases are tested
+# two at a time).
+rel=bookworm root="" at=() rwork=$work
 
 # purge_ours: remove every trace of both versions from the current release
 purge_ours() {
@@ -157,21 +158,22 @@ trap cleanup EXIT
 
 # use_release INDEX: the commands below act on that release
 use_release() {
-	rel=${releases[$1]} root=${rootdirs[$1]} at=()
+	rel=${releases[$1]} root=${rootdirs[$1]} at=() rwork=$work/$rel
 	[ -z "$root" ] || at=(in_root "$root")
+	mkdir -p "$rwork/bin"
+	log=$rwork/log
 }
 
 # The packages' scripts see the machine booted into the release's guest
 # kernel, as a user's machine is; a build machine that runs some other
 # kernel (no /lib/modules of its own) makes DKMS build for every kernel by
 # itself, which would hide a package that relies on that.
-mkdir "$work/bin"
 fake_uname() {
 	printf '#!/bin/sh\n[ "$1" = -r ] && { echo %s; exit 0; }\nexec /usr/bin/uname "$@"\n' \
-		"$1" >"$work/bin/uname"
-	chmod +x "$work/bin/uname"
+		"$1" >"$rwork/bin/uname"
+	chmod +x "$rwork/bin/uname"
 }
-apt_get() { "${at[@]}" apt-get -o DPkg::Path="$work/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
+apt_get() { "${at[@]}" apt-get -o DPkg::Path="$rwork/bin:/usr/sbin:/usr/bin:/sbin:/bin" "$@"; }
 
 # run CMD...: quietly; its output goes to $log for a failure to show.
 run() { "$@" >"$log" 2>&1; }
@@ -291,8 +293,9 @@ headers_hook_check() {
 
 # cycle INDEX: steps 2 to 6 on release INDEX
 cycle() {
-	local k g rc out n shipped=$work/shipped before=$work/before
+	local k g rc out n shipped before
 	use_release "$1"
+	shipped=$rwork/shipped before=$rwork/before
 	g=${rel_guests[$1]}
 	mapfile -t kernels < <(kernels_of "$root")
 	fake_uname "$g"
@@ -384,8 +387,9 @@ purge_checks() {
 # DKMS), built for every kernel with headers, built again by the
 # new-headers hook, purged without a trace.
 dkms_cycle() {
-	local k shipped=$work/shipped before=$work/before
+	local k shipped before
 	use_release "$1"
+	shipped=$rwork/shipped before=$rwork/before
 	mapfile -t kernels < <(kernels_of "$root")
 	fake_uname "${rel_guests[$1]}"
 	purge_ours
@@ -402,11 +406,38 @@ dkms_cycle() {
 	purge_checks "$shipped" "$before" loopfs-dkms
 }
 
+# The releases' cycles, two at a time: each has its own root (bookworm
+# this machine's /), apt, DKMS tree and guest, and a DKMS build or a guest
+# boot alone leaves a core idle much of the time (dkms polls its build,
+# depmod runs on one core). Each prints its numbered lines to a file of
+# its own, shown in release order when all have ended.
+declare -A cycling=()
+first=$tap_n
 for i in "${!releases[@]}"; do
-	if release_builds_userland "${releases[$i]}"; then
-		dkms_cycle "$i"
-	else
-		cycle "$i"
+	while [ ${#cycling[@]} -ge 2 ]; do
+		wait -n -p ended "${!cycling[@]}" || true
+		unset "cycling[$ended]"
+	done
+	(
+		tap_failed=0
+		if release_builds_userland "${releases[$i]}"; then
+			dkms_cycle "$i"
+		else
+			cycle "$i"
+		fi
+		echo "$tap_failed" >"$work/failed.$i"
+	) >"$work/tap.$i" 2>&1 &
+	cycling[$!]=$i
+	tap_n=$((tap_n + $(cycle_tests "$i")))
+done
+wait
+tap_n=$first
+for i in "${!releases[@]}"; do
+	cat "$work/tap.$i"
+	n=$(grep -cE '^(not )?ok ' "$work/tap.$i")
+	tap_n=$((tap_n + n))
+	if [ "$n" -ne "$(cycle_tests "$i")" ] || [ "$(cat "$work/failed.$i" 2>/dev/null)" != 0 ]; then
+		tap_failed=$((tap_failed + 1))
 	fi
 done
 [ "$tap_failed" -eq 0 ]
