@@ -8,7 +8,7 @@
 # older release (bullseye's 5.10), the core set on those between, and,
 # for each debug kernel already built (bookworm's 6.1, sid's newest), its
 # row: make check-debug with suites that drive the module's own code
-# (named below).
+# (named below), which its line's stock row then leaves out.
 # Prints per-row totals and, as the very last line,
 # "N passed, N failed" (after "N skipped" if any).  Exit status 1 on any
 # failure.
@@ -151,7 +151,14 @@ stock_row() {
 		step "guest $k ($rel, the core set)" >&2
 	fi
 	except=""
-	[ -n "${SUITES:-}" ] || except=$(release_suites_except "$rel")
+	if [ -z "${SUITES:-}" ]; then
+		except=$(release_suites_except "$rel")
+		# What the release's debug row runs, it runs on the same line
+		# with lockdep and KASAN watching: not twice.
+		case " ${debug_releases[*]} " in
+		*" $rel "*) except+=" $(debug_suites "$rel")" ;;
+		esac
+	fi
 	echo "$(SUITES=$suites SUITES_EXCEPT=$except guest_row "$k" "$here/run-guest.sh" "$k") $rel"
 }
 
@@ -162,19 +169,24 @@ stock_row() {
 # freezes, the stress test, the tenants' stalled backing files and memcg
 # charging, and the fuzzer for 60 s (300 s in make check-debug), whose
 # views op lists and reads the block views while devices and partitions
-# change; faults.sh and kmemleak.sh always follow. The suites that test
+# change; faults.sh and kmemleak.sh always follow. The stock row of the
+# same line leaves these out when the debug row runs; the suites that test
 # userspace on top of the module run on the stock rows, and make
 # check-debug runs them all under a debug kernel.
-debug_suites_bookworm="tests/selftests/* tests/shell/partitions.sh"
-debug_suites_sid="tests/selftests/* tests/stress/stress.sh tests/security/tenants.sh tests/fuzz/fuzz.sh"
+# debug_suites RELEASE: the suites of RELEASE's debug row
+debug_suites() {
+	case $1 in
+	bookworm) echo "tests/selftests/* tests/shell/partitions.sh" ;;
+	sid) echo "tests/selftests/* tests/stress/stress.sh tests/security/tenants.sh tests/fuzz/fuzz.sh" ;;
+	esac
+}
 
 # debug_row RELEASE: make check-debug's run on RELEASE's debug kernel.
 debug_row() {
-	local rel=$1 out rc kver last dp df ds suites
+	local rel=$1 out rc kver last dp df ds
 	step "debug kernel of $rel (KASAN, lockdep, kmemleak)" >&2
-	suites=debug_suites_$rel
 	out=$(mktemp)
-	LOOPFS_FUZZ_SECONDS=${LOOPFS_FUZZ_SECONDS:-60} MAKE="$MAKE" SUITES=${!suites} \
+	LOOPFS_FUZZ_SECONDS=${LOOPFS_FUZZ_SECONDS:-60} MAKE="$MAKE" SUITES=$(debug_suites "$rel") \
 		LOOPFS_PREPARED=1 GUEST_RUN_NAME=debug-$rel \
 		"$here/../debug/check-debug.sh" "$rel" >"$out" 2>&1
 	rc=$?
@@ -189,20 +201,24 @@ debug_row() {
 	echo "${kver:-debug} $dp $df $ds $rel"
 }
 
-for k in "${guests[@]}"; do
-	add_row "$k" stock_row "$k"
-done
 # A debug row joins when its kernel is already built: building one cold
 # takes longer than this whole check. CHECK_DEBUG=0 leaves them out,
 # CHECK_DEBUG=1 builds them if needed.
+debug_releases=()
 if [ -z "${SUITES:-}" ] && [ "${CHECK_DEBUG:-auto}" != 0 ]; then
 	for rel in bookworm sid; do
 		if [ "${CHECK_DEBUG:-auto}" = 1 ] ||
 			"$here/../debug/build-kernel.sh" --check "$rel" >/dev/null 2>&1; then
-			add_row "debug-$rel" debug_row "$rel"
+			debug_releases+=("$rel")
 		fi
 	done
 fi
+for k in "${guests[@]}"; do
+	add_row "$k" stock_row "$k"
+done
+for rel in "${debug_releases[@]}"; do
+	add_row "debug-$rel" debug_row "$rel"
+done
 
 # Longest first, so that lanes end together: the stock rows of every
 # suite, the debug rows (with two lanes each beside a stock row, not beside

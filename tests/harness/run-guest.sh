@@ -21,7 +21,7 @@
 # log is clean.
 #
 # Environment: SUITES (default: every suite, see list_suites), SUITES_EXCEPT
-# (suites, relative to the repo, that the default set leaves out),
+# (SUITES words, patterns too, that the default set leaves out),
 # GUEST_RUN_NAME, LOOPFS_QUICK, SUITE_TIMEOUT (per suite, default 300 s; a
 # suite may ask for more with a "# loopfs-timeout: N" line),
 # SUITE_TIMEOUT_SCALE (multiplies every suite timeout, default 1),
@@ -90,7 +90,7 @@ default_suites=("${ubuild#"$src"/}/tests/selftests/*" tests/shell/'*.sh' tests/s
 	tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh'
 	tests/containers/'*.sh' bench/smoke.sh)
 list_suites() {
-	local pats=("$@") p f n explicit
+	local pats=("$@") p f n
 	set +f
 	[ ${#pats[@]} -gt 0 ] || pats=(default)
 	for p in "${pats[@]}"; do
@@ -98,10 +98,7 @@ list_suites() {
 			list_default_suites
 			continue
 		fi
-		case $p in
-		tests/selftests/*) p=$ubuild/tests/selftests/$(basename "$p" .c) ;;
-		esac
-		[ "${p#/}" = "$p" ] && p=$src/$p
+		p=$(suite_pattern "$p")
 		n=0
 		for f in $p; do
 			if [ -f "$f" ] && [ -x "$f" ]; then
@@ -113,13 +110,25 @@ list_suites() {
 	done
 }
 
+# suite_pattern WORD: the path (a pattern) of the suites a SUITES word names
+suite_pattern() {
+	local p=$1
+	case $p in
+	tests/selftests/*) p=$ubuild/tests/selftests/$(basename "$p" .c) ;;
+	esac
+	[ "${p#/}" = "$p" ] && p=$src/$p
+	echo "$p"
+}
+
 list_default_suites() {
-	local p f e
+	local p f e excepts
+	read -ra excepts <<<"${SUITES_EXCEPT:-}"
 	for p in "${default_suites[@]}"; do
 		for f in $src/$p; do
 			[ -f "$f" ] || continue
-			for e in ${SUITES_EXCEPT:-}; do
-				[ "$f" != "$src/$e" ] || continue 2
+			for e in "${excepts[@]}"; do
+				# shellcheck disable=SC2254
+				case $f in $(suite_pattern "$e")) continue 2 ;; esac
 			done
 			if [ -x "$f" ]; then
 				echo "$f"
