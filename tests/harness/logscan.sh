@@ -21,15 +21,43 @@
 # check-debug's fault sweep): an allocation made without __GFP_NOWARN
 # reports its failure with the caller's stack, and the "Call Trace:" line
 # right after such a report's first line is not counted.
+#
+# logscan.sh --suite SUITE FILE...: what SUITE declares is allowed (as
+# LOGSCAN_ALLOW=$(logscan.sh --expected SUITE) logscan.sh FILE...).
+#
+# The guest runs it after every suite, where each process started costs
+# (a debug kernel's most of all): the clean case starts one grep.
 set -uo pipefail
-if [ "${1:-}" = --expected ]; then
-	shift
+
+declarable='I/O error|critical space allocation error|^memory cgroup OOM kill$|^injected allocation failure$'
+expected() {
+	local f line n
 	for f in "$@"; do
-		head -n 30 "$f" 2>/dev/null | sed -n 's/^# loopfs-expect-log: //p' |
-			grep -E 'I/O error|critical space allocation error|^memory cgroup OOM kill$|^injected allocation failure$'
+		n=0
+		while [ "$n" -lt 30 ] && IFS= read -r line; do
+			n=$((n + 1))
+			case $line in
+			"# loopfs-expect-log: "*)
+				line=${line#"# loopfs-expect-log: "}
+				[[ $line =~ $declarable ]] && echo "$line"
+				;;
+			esac
+		done <"$f"
 	done
+	return 0
+}
+
+case ${1:-} in
+--expected)
+	shift
+	expected "$@" 2>/dev/null
 	exit 0
-fi
+	;;
+--suite)
+	LOGSCAN_ALLOW=$(expected "$2" 2>/dev/null)
+	shift 2
+	;;
+esac
 
 # Drop the "Call Trace:" line of each OOM report constrained to a memory
 # cgroup: from "invoked oom-killer" to its "oom-kill:constraint=" line, or,
@@ -62,26 +90,33 @@ drop_alloc_failure_traces() {
 	{ if (near > 0) near--; print }'
 }
 
-re=$(dirname "$0")/bad-kernel-log.re
-pat=$(grep -v -e '^#' -e '^$' "$re")
-allow=${LOGSCAN_ALLOW:-}
+# The patterns, one a line; comments and blank lines left out.
+pat=
+while IFS= read -r line; do
+	case $line in
+	'#'* | '') ;;
+	*) pat+=${pat:+$'\n'}$line ;;
+	esac
+done <"$(dirname "$0")/bad-kernel-log.re"
+# The two phrases are switches, the rest regexes of allowed lines.
+allow=
 memcg_oom=0
 alloc_failure=0
-if grep -qx 'memory cgroup OOM kill' <<<"$allow"; then
-	memcg_oom=1
-	allow=$(grep -vx 'memory cgroup OOM kill' <<<"$allow")
-fi
-if grep -qx 'injected allocation failure' <<<"$allow"; then
-	alloc_failure=1
-	allow=$(grep -vx 'injected allocation failure' <<<"$allow")
-fi
+while IFS= read -r line; do
+	case $line in
+	'memory cgroup OOM kill') memcg_oom=1 ;;
+	'injected allocation failure') alloc_failure=1 ;;
+	'') ;;
+	*) allow+=${allow:+$'\n'}$line ;;
+	esac
+done <<<"${LOGSCAN_ALLOW:-}"
 found=1
 for f in "$@"; do
 	[ -s "$f" ] || continue
 	if [ -n "$allow" ]; then
 		lines=$(grep -vaE -- "$allow" "$f")
 	else
-		lines=$(cat "$f")
+		lines=$(<"$f")
 	fi
 	[ "$memcg_oom" = 0 ] || lines=$(drop_memcg_oom_traces <<<"$lines")
 	[ "$alloc_failure" = 0 ] || lines=$(drop_alloc_failure_traces <<<"$lines")
