@@ -164,7 +164,6 @@ struct loopfs_uevent {
 };
 
 #define LOOPFS_UEVENT_MAX	256
-#define LOOPFS_UEVENT_RATE	256	/* events a second, per instance */
 
 /* Append "@fmt..." and its NUL to @ev's message. */
 static __printf(2, 3) void loopfs_uevent_var(struct loopfs_uevent *ev,
@@ -183,10 +182,16 @@ static __printf(2, 3) void loopfs_uevent_var(struct loopfs_uevent *ev,
 /*
  * A tenant picks when events happen, by adding and removing its devices and
  * partitions as fast as it likes: each instance sends at most
- * LOOPFS_UEVENT_RATE a second and drops the rest, so the listeners of the
- * namespace, and the memory of the queue, see a bounded rate. Devices need
- * charges, so a tenant's instances that can send at all are bounded too.
+ * container_uevent_rate a second and drops the rest, so the listeners of
+ * the namespace, and the memory of the queue, see a bounded rate. Devices
+ * need charges, so a tenant's instances that can send at all are bounded
+ * too.
  */
+static unsigned int container_uevent_rate = 256;
+module_param(container_uevent_rate, uint, 0644);
+MODULE_PARM_DESC(container_uevent_rate,
+		 "Uevents a second each instance announces in its mounter's network namespace; the rest are dropped (default: 256)");
+
 static bool loopfs_uevent_allowed(struct loopfs_instance *inst)
 {
 	bool allowed;
@@ -196,7 +201,7 @@ static bool loopfs_uevent_allowed(struct loopfs_instance *inst)
 		inst->uevent_window = jiffies;
 		inst->uevents_in_window = 0;
 	}
-	allowed = inst->uevents_in_window < LOOPFS_UEVENT_RATE;
+	allowed = inst->uevents_in_window < READ_ONCE(container_uevent_rate);
 	if (allowed)
 		inst->uevents_in_window++;
 	spin_unlock(&inst->uevent_lock);

@@ -174,12 +174,59 @@ host_hears_host_names() {
 		fail "a container's event in the host's namespace: $(grep ' /block/' "$w/host.events")"
 }
 
-tap_plan 6
+# A tenant that adds and removes its devices as fast as it can: its
+# namespace's listeners hear at most container_uevent_rate of its events a
+# second (here 4, which a guest outruns; 256 by default), whatever it
+# makes; the rest are dropped.
+rate_bounded() {
+	local c=$w/u/r param=/sys/module/loopfs/parameters/container_uevent_rate
+	local old heard made secs bound rc=0
+	old=$(cat "$param") || fail "no $param"
+	echo 4 >"$param"
+	cat >"$w/churn.py" <<'PY'
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+start = time.time()
+for _ in range(int(sys.argv[2])):
+    fcntl.ioctl(fd, 0x4C80, 0)  # LOOP_CTL_ADD 0
+    fcntl.ioctl(fd, 0x4C81, 0)  # LOOP_CTL_REMOVE 0
+print("%.2f" % (time.time() - start))
+PY
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		unshare -Urmn bash -c '
+		c=$1 w=$2
+		python3 "$w/listen.py" "$c.stop" >"$c.events" &
+		for _ in $(seq 600); do
+			grep -q ready "$c.events" && break
+			sleep 0.1
+		done
+		mkdir -p "$c.m"
+		mount -t loop loop "$c.m"
+		python3 "$w/churn.py" "$c.m/loop-control" 40 >"$c.secs"
+		sleep 1.5
+		touch "$c.stop"
+		wait' - "$c" "$w" || rc=$?
+	echo "$old" >"$param"
+	[ "$rc" -eq 0 ] || fail "container r"
+	made=80
+	heard=$(grep -c '^\(add\|remove\) ' "$c.events")
+	secs=$(cat "$c.secs")
+	# The churn and the 1.5 s after it meet at most this many windows
+	# of a second, each of at most 4 events.
+	bound=$((4 * (${secs%.*} + 4)))
+	echo "DIAG: $made events made in $secs s, $heard heard (at most $bound)"
+	[ "$heard" -ge 1 ] || fail "no event heard"
+	[ "$heard" -le "$bound" ] || fail "$heard events heard in $secs s at 4 a second"
+	[ "$heard" -lt "$made" ] || fail "every event heard"
+}
+
+tap_plan 7
 run_test "set-up: a partitioned image of the unprivileged uid" setup
 run_test "container A binds it with a partition scan and removes it while B and the host listen" run_containers
 run_test "A hears add and remove of loop0, loop0p1, loop0p2 by its names, DEVPATH under /block, the nodes' numbers" a_hears_its_names
 run_test "B, another user and network namespace, hears none of A's events" b_hears_nothing
 run_test "a user namespace made inside C, without rights over C's network namespace, sends C none of its events" nested_hears_nothing
 run_test "the host's network namespace hears them by host names only" host_hears_host_names
+run_test "a tenant's add/remove churn reaches its namespace at container_uevent_rate a second at most, the rest dropped" rate_bounded
 rm -rf "$w"
 tap_done
