@@ -81,6 +81,38 @@ wait
 INNER
 } >"$w/inner.sh"
 
+# churn.py CONTROL N: add and remove device 0 N times through CONTROL; print
+# the seconds it took.
+cat >"$w/churn.py" <<'PY'
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+start = time.time()
+for _ in range(int(sys.argv[2])):
+    fcntl.ioctl(fd, 0x4C80, 0)  # LOOP_CTL_ADD 0
+    fcntl.ioctl(fd, 0x4C81, 0)  # LOOP_CTL_REMOVE 0
+print("%.2f" % (time.time() - start))
+PY
+
+# in_listening_ns C SCRIPT: as the unprivileged uid, in a user and network
+# namespace of its own, listen into C.events until 1.5 s after SCRIPT (run
+# with $c and $w set, C.m made) has ended; SCRIPT's status.
+in_listening_ns() {
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
+		unshare -Urmn bash -c '
+		c=$1 w=$2 rc=0
+		python3 "$w/listen.py" "$c.stop" >"$c.events" &
+		for _ in $(seq 600); do
+			grep -q ready "$c.events" && break
+			sleep 0.1
+		done
+		mkdir -p "$c.m"
+		eval "$3" || rc=$?
+		sleep 1.5
+		touch "$c.stop"
+		wait
+		exit "$rc"' - "$1" "$w" "$2"
+}
+
 setup() {
 	truncate -s 16M "$w/u/img"
 	printf 'label: dos\nstart=2048, size=8192, type=83\nstart=10240, size=8192, type=83\n' |
@@ -141,26 +173,9 @@ b_hears_nothing() {
 # network namespace and makes and removes a device: C hears nothing.
 nested_hears_nothing() {
 	local c=$w/u/c
-	cat >"$w/addrm.py" <<'PY'
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.ioctl(fd, 0x4C80, 0)  # LOOP_CTL_ADD 0
-fcntl.ioctl(fd, 0x4C81, 0)  # LOOP_CTL_REMOVE 0
-PY
-	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-		unshare -Urmn bash -c '
-		c=$1 w=$2
-		python3 "$w/listen.py" "$c.stop" >"$c.events" &
-		for _ in $(seq 600); do
-			grep -q ready "$c.events" && break
-			sleep 0.1
-		done
-		mkdir -p "$c.m"
-		unshare -Urm sh -c "mount -t loop loop $c.m &&
-			python3 $w/addrm.py $c.m/loop-control"
-		sleep 1
-		touch "$c.stop"
-		wait' - "$c" "$w" || fail "container c"
+	# shellcheck disable=SC2016
+	in_listening_ns "$c" 'unshare -Urm sh -c "mount -t loop loop $c.m &&
+		python3 $w/churn.py $c.m/loop-control 1 >/dev/null"' || fail "container c"
 	expect_eq ready "$(cat "$c.events")" "C's uevents"
 }
 
@@ -183,29 +198,9 @@ rate_bounded() {
 	local old heard made secs bound rc=0
 	old=$(cat "$param") || fail "no $param"
 	echo 4 >"$param"
-	cat >"$w/churn.py" <<'PY'
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR)
-start = time.time()
-for _ in range(int(sys.argv[2])):
-    fcntl.ioctl(fd, 0x4C80, 0)  # LOOP_CTL_ADD 0
-    fcntl.ioctl(fd, 0x4C81, 0)  # LOOP_CTL_REMOVE 0
-print("%.2f" % (time.time() - start))
-PY
-	setpriv --reuid="$uid" --regid="$uid" --clear-groups \
-		unshare -Urmn bash -c '
-		c=$1 w=$2
-		python3 "$w/listen.py" "$c.stop" >"$c.events" &
-		for _ in $(seq 600); do
-			grep -q ready "$c.events" && break
-			sleep 0.1
-		done
-		mkdir -p "$c.m"
-		mount -t loop loop "$c.m"
-		python3 "$w/churn.py" "$c.m/loop-control" 40 >"$c.secs"
-		sleep 1.5
-		touch "$c.stop"
-		wait' - "$c" "$w" || rc=$?
+	# shellcheck disable=SC2016
+	in_listening_ns "$c" 'mount -t loop loop "$c.m" &&
+		python3 "$w/churn.py" "$c.m/loop-control" 40 >"$c.secs"' || rc=$?
 	echo "$old" >"$param"
 	[ "$rc" -eq 0 ] || fail "container r"
 	made=80
