@@ -121,14 +121,17 @@ suite_pattern() {
 }
 
 list_default_suites() {
-	local p f e excepts
-	read -ra excepts <<<"${SUITES_EXCEPT:-}"
+	local p f e words excepts=()
+	read -ra words <<<"${SUITES_EXCEPT:-}"
+	for e in "${words[@]}"; do
+		excepts+=("$(suite_pattern "$e")")
+	done
 	for p in "${default_suites[@]}"; do
 		for f in $src/$p; do
 			[ -f "$f" ] || continue
 			for e in "${excepts[@]}"; do
 				# shellcheck disable=SC2254
-				case $f in $(suite_pattern "$e")) continue 2 ;; esac
+				case $f in $e) continue 2 ;; esac
 			done
 			if [ -x "$f" ]; then
 				echo "$f"
