@@ -134,7 +134,8 @@ soak:
 demo:
 	@MAKE="$(MAKE)" $(HARNESS)/demo.sh
 
-# checkpatch --strict and sparse on the module sources (also part of check)
+# checkpatch --strict and kernel-doc on the module sources (also part of
+# check; sparse runs in every module build)
 lint:
 	@tests/lint/lint.sh
 

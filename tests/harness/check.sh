@@ -64,7 +64,7 @@ if ! $MAKE --no-print-directory deps; then
 	summary
 fi
 
-step "kernel module builds (-Werror)"
+step "kernel module builds (-Werror, sparse)"
 guests=()
 mapfile -t all_kvers < <("$here/kvers.sh" all)
 mapfile -t guest_kvers < <("$here/kvers.sh" guest)
@@ -109,7 +109,7 @@ if [ "$DKMS_TEST" = 1 ]; then
 	# Before any guest row: it changes /lib/modules, which guests share.
 	step "Debian packages (install, DKMS, guests on the installed module, upgrade, purge)"
 	host_suite "deb install test" "$here/../deb/deb-install-test.sh"
-	step "lint (checkpatch --strict, sparse; ran beside the package install test)"
+	step "lint (checkpatch --strict, kernel-doc; ran beside the package install test)"
 	wait "$lint_pid"
 	host_suite "lint" sh -c 'cat "$1"; exit "$2"' sh "$lint_out" "$?"
 	rm -f "$lint_out"
