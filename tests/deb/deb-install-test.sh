@@ -259,9 +259,13 @@ ours_under() {
 		-xdev -name '*loopfs*' 2>/dev/null | sort
 }
 
-# 1. build, once, here
-if run build_debs "$ver" "$work/v1"; then tap OK "make deb at $ver"; else tap FAIL "make deb at $ver" "$log"; fi
-if run build_debs "$ver2" "$work/v2"; then tap OK "make deb at $ver2"; else tap FAIL "make deb at $ver2" "$log"; fi
+# 1. build, once, here: both versions at a time, each with its own log
+build_debs "$ver" "$work/v1" >"$work/v1.log" 2>&1 &
+b1=$!
+build_debs "$ver2" "$work/v2" >"$work/v2.log" 2>&1 &
+b2=$!
+if wait "$b1"; then tap OK "make deb at $ver"; else tap FAIL "make deb at $ver" "$work/v1.log"; fi
+if wait "$b2"; then tap OK "make deb at $ver2"; else tap FAIL "make deb at $ver2" "$work/v2.log"; fi
 debs1=("$work/v1/loopfs-$ver/.build/deb/loopfs-dkms_${ver}_all.deb"
 	"$work/v1/loopfs-$ver/.build/deb/loopfs-tools_${ver}_$arch.deb")
 debs2=("$work/v2/loopfs-$ver2/.build/deb/loopfs-dkms_${ver2}_all.deb"
@@ -409,16 +413,29 @@ dkms_cycle() {
 # The releases' cycles, two at a time: each has its own root (bookworm
 # this machine's /), apt, DKMS tree and guest, and a DKMS build or a guest
 # boot alone leaves a core idle much of the time (dkms polls its build,
-# depmod runs on one core). Each prints its numbered lines to a file of
-# its own, shown in release order when all have ended.
-declare -A cycling=()
+# depmod runs on one core). Each prints its numbered lines, from the
+# number its release's place gives it, to a file of its own, shown in
+# release order when all have ended. The full cycles start first, the
+# short loopfs-dkms-only ones last, to fill the slot a full one leaves.
+declare -A cycling=() first=()
 for i in "${!releases[@]}"; do
+	first[$i]=$tap_n
+	tap_n=$((tap_n + $(cycle_tests "$i")))
+done
+order=()
+for i in "${!releases[@]}"; do
+	release_builds_userland "${releases[$i]}" || order+=("$i")
+done
+for i in "${!releases[@]}"; do
+	release_builds_userland "${releases[$i]}" && order+=("$i")
+done
+for i in "${order[@]}"; do
 	while [ ${#cycling[@]} -ge 2 ]; do
 		wait -n -p ended "${!cycling[@]}" || true
 		unset "cycling[$ended]"
 	done
 	(
-		tap_failed=0
+		tap_failed=0 tap_n=${first[$i]}
 		if release_builds_userland "${releases[$i]}"; then
 			dkms_cycle "$i"
 		else
@@ -427,7 +444,6 @@ for i in "${!releases[@]}"; do
 		echo "$tap_failed" >"$work/failed.$i"
 	) >"$work/tap.$i" 2>&1 &
 	cycling[$!]=$i
-	tap_n=$((tap_n + $(cycle_tests "$i")))
 done
 wait
 for i in "${!releases[@]}"; do
