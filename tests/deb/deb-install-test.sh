@@ -418,18 +418,17 @@ dkms_cycle() {
 # release order when all have ended. The full cycles start first, the
 # short loopfs-dkms-only ones last, to fill the slot a full one leaves.
 declare -A cycling=() first=()
+full=() short=()
 for i in "${!releases[@]}"; do
 	first[$i]=$tap_n
 	tap_n=$((tap_n + $(cycle_tests "$i")))
+	if release_builds_userland "${releases[$i]}"; then
+		short+=("$i")
+	else
+		full+=("$i")
+	fi
 done
-order=()
-for i in "${!releases[@]}"; do
-	release_builds_userland "${releases[$i]}" || order+=("$i")
-done
-for i in "${!releases[@]}"; do
-	release_builds_userland "${releases[$i]}" && order+=("$i")
-done
-for i in "${order[@]}"; do
+for i in "${full[@]}" "${short[@]}"; do
 	while [ ${#cycling[@]} -ge 2 ]; do
 		wait -n -p ended "${!cycling[@]}" || true
 		unset "cycling[$ended]"

@@ -3,7 +3,7 @@
 # dkms.conf, *.c, *.h) into .build/KVER/ and build loopfs.ko there against that kernel's
 # headers with warnings as errors, on this machine or, for a later release's
 # kernel, chrooted in that release's root (releases.sh).  Every file
-# compiled also goes through sparse (C=1, the release's own sparse): any
+# compiled also goes through sparse (the release's own): any
 # compiler, sparse, modpost or linker warning fails the build, and a failed
 # build drops its objects so that the next one checks every file again.
 set -euo pipefail
