@@ -27,8 +27,9 @@ finish() {
 	power_off
 }
 
-# dmesg lines after the first $1 ones
-dmesg_since() { dmesg | tail -n +"$(($1 + 1))"; }
+# The kernel log since the last call, which clears it: the serial console
+# keeps all of it for the host's own scan.
+dmesg_take() { dmesg -c; }
 
 # A fatal set-up problem: one failure, nothing else runs.
 setup_fail() {
@@ -52,18 +53,45 @@ load_modules() {
 	module_loaded loopfs || insmod "$LOOPFS_KO" || return 1
 }
 
-# timeout for one suite: "# loopfs-timeout: N" near the top of a script, else default
+# timeout for one suite: "# loopfs-timeout: N" in the first 20 lines of a
+# script, else the default
 suite_timeout() {
-	local t
-	t=$(head -n 20 "$1" 2>/dev/null | grep -a -m1 -oE 'loopfs-timeout: *[0-9]+' | grep -oE '[0-9]+')
-	echo $((${t:-$SUITE_TIMEOUT} * SUITE_TIMEOUT_SCALE))
+	local line n=0 t=$SUITE_TIMEOUT
+	while [ "$n" -lt 20 ] && IFS= read -r line; do
+		n=$((n + 1))
+		if [[ $line =~ loopfs-timeout:\ *([0-9]+) ]]; then
+			t=${BASH_REMATCH[1]}
+			break
+		fi
+	done <"$1" 2>/dev/null
+	echo $((t * SUITE_TIMEOUT_SCALE))
+}
+
+# count_tap FILE: sets the caller's plan ("" for none), pass, fail and
+# skip from a suite's TAP with shell builtins: every process started costs,
+# on a debug kernel most.
+count_tap() {
+	local line skip_re='^ok( .*)?#[[:space:]]*[sS][kK][iI][pP]'
+	while IFS= read -r line; do
+		case $line in
+		"ok" | "ok "*)
+			pass=$((pass + 1))
+			[[ ! $line =~ $skip_re ]] || skip=$((skip + 1))
+			;;
+		"not ok" | "not ok "*) fail=$((fail + 1)) ;;
+		1..*)
+			[ -z "$plan" ] || continue
+			[[ ! $line =~ ^1\.\.([0-9]+) ]] || plan=${BASH_REMATCH[1]}
+			;;
+		esac
+	done <"$1"
 }
 
 run_suite() {
-	local idx=$1 suite=$2 name tag t scratch start rc secs
-	local plan pass fail skip ran notes="" sfail=0 lines
+	local idx=$1 suite=$2 name tag t scratch rc secs
+	local plan="" pass=0 fail=0 skip=0 ran notes="" sfail=0
 	name=${suite#"$LOOPFS_SRC"/}
-	tag=$(printf '%02d-%s' "$idx" "$(echo "$name" | tr '/' '_')")
+	printf -v tag '%02d-%s' "$idx" "${name//\//_}"
 	t=$(suite_timeout "$suite")
 	echo "$name" >"$R/progress"
 	sync
@@ -73,23 +101,15 @@ run_suite() {
 	umount -R -l /mnt 2>/dev/null
 	mount -t tmpfs -o mode=0755 tmpfs /mnt
 
-	lines=$(dmesg | wc -l)
 	scratch=$(mktemp -d /tmp/suite.XXXXXX)
-	start=$(date +%s)
+	SECONDS=0
 	(cd "$scratch" && exec timeout -k 10 "$t" "$suite") >"$R/$tag.tap" 2>&1 </dev/null
 	rc=$?
-	secs=$(($(date +%s) - start))
+	secs=$SECONDS
 	cd /
 	rm -rf --one-file-system "$scratch" 2>/dev/null
 
-	# One pass over the TAP (every process costs, on a debug kernel most):
-	# the plan ("-" for none), the ok lines, the not ok lines, the skips.
-	read -r plan pass fail skip < <(awk '
-		plan == "" && match($0, /^1\.\.[0-9]+/) { plan = substr($0, 4, RLENGTH - 3) }
-		/^ok( |$)/ { pass++; if (tolower($0) ~ /^ok( .*)?#[[:space:]]*skip/) skip++ }
-		/^not ok( |$)/ { fail++ }
-		END { print (plan == "" ? "-" : plan), pass + 0, fail + 0, skip + 0 }' "$R/$tag.tap")
-	[ "$plan" != - ] || plan=""
+	count_tap "$R/$tag.tap"
 	pass=$((pass - skip))
 	ran=$((pass + fail + skip))
 
@@ -109,7 +129,7 @@ run_suite() {
 		notes+=" exit status $rc with no failed test;"; sfail=1
 	fi
 
-	if dmesg_since "$lines" >"$R/$tag.dmesg" &&
+	if dmesg_take >"$R/$tag.dmesg" && [ -s "$R/$tag.dmesg" ] &&
 		"$HARNESS/logscan.sh" --suite "$suite" "$R/$tag.dmesg"; then
 		notes+=" kernel log problem (see $tag.dmesg);"; sfail=$((sfail + 1))
 		klog_fail=$((klog_fail + 1))
@@ -132,11 +152,11 @@ run_suite() {
 
 main() {
 	say "start at $(cut -d' ' -f1 /proc/uptime)s on $(uname -r)"
-	lines=$(dmesg | wc -l)
+	dmesg_take >/dev/null
 	load_modules || setup_fail "cannot load loop and $LOOPFS_KO"
 	wait_for_crng || setup_fail "the CRNG was not ready within 60 s"
 	unshare -Ur true || setup_fail "user namespaces cannot be created"
-	if dmesg_since "$lines" >"$R/00-setup.dmesg" && "$HARNESS/logscan.sh" "$R/00-setup.dmesg"; then
+	if dmesg_take >"$R/00-setup.dmesg" && "$HARNESS/logscan.sh" "$R/00-setup.dmesg"; then
 		klog_fail=$((klog_fail + 1))
 		setup_fail "kernel log problem while loading modules"
 	fi
