@@ -14,8 +14,9 @@
 # kmemleak.sh are always added last), SUITES_EXCEPT (left out of the
 # default set; default bench/smoke.sh),
 # LOOPFS_PREPARED (1: deps and tests-build already done, as make check
-# does), LOOPFS_QUICK (default empty: full-length stress and fuzz), GUEST_TIMEOUT
-# (default 5400 s), SUITE_TIMEOUT_SCALE (default 4).
+# does), LOOPFS_QUICK (default empty: full-length stress and fuzz),
+# LOOPFS_CHURN_CYCLES (selftests/userns's create/remove churn, default 100),
+# GUEST_TIMEOUT (default 5400 s), SUITE_TIMEOUT_SCALE (default 4).
 set -uo pipefail
 exec 2>&1
 
@@ -84,6 +85,10 @@ slow="watchdog_thresh=60 rcupdate.rcu_cpu_stall_timeout=300 sysctl.kernel.hung_t
 slow+=" acpi=noirq"
 export GUEST_CMDLINE_EXTRA="$slow ${GUEST_CMDLINE_EXTRA:-}"
 export LOOPFS_QUICK=${LOOPFS_QUICK-}
+# The create/remove churn (selftests/userns) is here for lockdep, KASAN and
+# kmemleak on each of its four flavours, which 100 cycles pass 25 times
+# each; the stock rows run it at full length for the charges' counts.
+export LOOPFS_CHURN_CYCLES=${LOOPFS_CHURN_CYCLES-100}
 # The bench smoke only shows that the benchmarks run (the stock kernels do
 # that); its timings mean nothing under KASAN, where it takes two minutes.
 export SUITES_EXCEPT=${SUITES_EXCEPT-bench/smoke.sh}

@@ -33,7 +33,7 @@
 # default GUEST_ROOT/boot/vmlinuz-KVER), GUEST_MODDIR (a directory holding
 # KVER/modules.dep... to use instead of GUEST_ROOT/lib/modules, for kernels
 # built elsewhere; it is mounted on the guest's /lib/modules).  LOOPFS_FUZZ_*,
-# LOOPFS_RACE_* and BENCH_* variables are passed on.
+# LOOPFS_RACE_*, LOOPFS_CHURN_* and BENCH_* variables are passed on.
 set -euo pipefail
 
 run=0
@@ -191,7 +191,7 @@ mkdir -p "$res"
 	printf 'export SUITES=%q\n' "$(echo $suites)"
 	[ -z "${GUEST_MODDIR:-}" ] || printf 'GUEST_MODDIR=1\n'
 	[ "$run" -eq 0 ] || printf 'export GUEST_RUN=%q\n' "$command"
-	for v in ${!LOOPFS_FUZZ_@} ${!LOOPFS_RACE_@} ${!BENCH_@}; do
+	for v in ${!LOOPFS_FUZZ_@} ${!LOOPFS_RACE_@} ${!LOOPFS_CHURN_@} ${!BENCH_@}; do
 		printf 'export %s=%q\n' "$v" "${!v}"
 	done
 	printf 'GUEST_CMD=%q\n' "$cmd"
