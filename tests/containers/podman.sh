@@ -144,24 +144,28 @@ bad_max_refused() {
 }
 
 # io.loopfs.instance takes the usual spellings of true and false; any other
-# value stops the container with a reason, never silently gives none.
+# value stops the container with a reason, never silently gives none.  The
+# four containers start at once (each podman run costs seconds).
 instance_spellings() {
-	local v out mark
-	for v in yes 1; do
-		out=$(podman_as_root run --rm --annotation io.loopfs.instance="$v" \
-			"${opts[@]}" findmnt -n -o FSTYPE /dev/loopfs 2>&1) || true
-		expect_eq loop "$out" "io.loopfs.instance=$v"
-	done
-	for v in OFF; do
-		out=$(podman_as_root run --rm --annotation io.loopfs.instance="$v" \
-			"${opts[@]}" sh -c 'findmnt -n -t loop | wc -l' 2>&1) || true
-		expect_eq 0 "$out" "loopfs mounts with io.loopfs.instance=$v"
-	done
+	local v mark rc
 	mark=$(dmesg | wc -l)
-	if out=$(podman_as_root run --rm --annotation io.loopfs.instance=maybe \
-		"${opts[@]}" true 2>&1); then
-		fail "io.loopfs.instance=maybe: the container started: $out"
-	fi
+	for v in yes 1 OFF maybe; do
+		{
+			rc=0
+			podman_as_root run --rm --annotation io.loopfs.instance="$v" \
+				"${opts[@]}" findmnt -n -o FSTYPE /dev/loopfs 2>&1 || rc=$?
+			echo "exit $rc"
+		} >"$w/spelling.$v" &
+	done
+	wait
+	for v in yes 1; do
+		expect_eq "loop
+exit 0" "$(<"$w/spelling.$v")" "io.loopfs.instance=$v"
+	done
+	expect_eq "exit 1" "$(<"$w/spelling.OFF")" "loopfs mounts with io.loopfs.instance=OFF"
+	case $(tail -n 1 "$w/spelling.maybe") in
+	"exit 0") fail "io.loopfs.instance=maybe: the container started: $(<"$w/spelling.maybe")" ;;
+	esac
 	expect_in "io.loopfs.instance=maybe: say true or false" \
 		"$(dmesg | tail -n +$((mark + 1)))" "dmesg"
 	expect_eq 0 "$(podman_as_root ps -aq | wc -l)" "containers left"
@@ -193,23 +197,36 @@ max_annotation() {
 third: losetup: cannot find an unused loop device" "$out" "max=2"
 }
 
+# start_pair ARGS...: podman run -d ARGS for containers a and b at once;
+# their ids in $a and $b.
+start_pair() {
+	local c
+	for c in a b; do
+		podman_as_root run -d "$@" >"$w/$c.id" 2>&1 &
+	done
+	wait
+	a=$(<"$w/a.id") b=$(<"$w/b.id")
+	[[ $a =~ ^[0-9a-f]{64}$ ]] || fail "container a: $a"
+	[[ $b =~ ^[0-9a-f]{64}$ ]] || fail "container b: $b"
+}
+
 two_containers() {
-	local a b out disks
+	local a b c disks
 	disks=$(loopfs_disks | wc -l)
-	a=$(podman_as_root run -d "${with_loopfs[@]}" "${opts[@]}" sleep 600) ||
-		fail "container a"
-	b=$(podman_as_root run -d "${with_loopfs[@]}" "${opts[@]}" sleep 600) ||
-		fail "container b"
-	out=$(podman_as_root exec "$a" bash -c 'truncate -s 4M /tmp/a.img; losetup --show -f /tmp/a.img')
-	expect_eq /dev/loop0 "$out" "a's first device"
-	out=$(podman_as_root exec "$b" bash -c 'truncate -s 4M /tmp/b.img; losetup --show -f /tmp/b.img')
-	expect_eq /dev/loop0 "$out" "b's first device"
-	out=$(podman_as_root exec "$a" losetup -n -O BACK-FILE /dev/loop0)
-	expect_eq /tmp/a.img "$out" "a's loop0"
-	out=$(podman_as_root exec "$b" losetup -n -O BACK-FILE /dev/loop0)
-	expect_eq /tmp/b.img "$out" "b's loop0"
-	out=$(podman_as_root exec "$a" losetup -l -n -O NAME)
-	expect_eq /dev/loop0 "$out" "a lists only its own device"
+	start_pair "${with_loopfs[@]}" "${opts[@]}" sleep 600
+	# Both bind a device at the same time, each in its own instance.
+	for c in a b; do
+		podman_as_root exec "${!c}" bash -c "truncate -s 4M /tmp/$c.img
+			losetup --show -f /tmp/$c.img
+			losetup -n -O BACK-FILE /dev/loop0
+			losetup -l -n -O NAME" >"$w/$c.out" 2>&1 &
+	done
+	wait
+	for c in a b; do
+		expect_eq "/dev/loop0
+/tmp/$c.img
+/dev/loop0" "$(<"$w/$c.out")" "$c's first device, its file, and all $c lists"
+	done
 	expect_eq $((disks + 2)) "$(loopfs_disks | wc -l)" "loopfs disks on the host"
 	podman_as_root rm -f -t 0 "$a" "$b" >/dev/null || fail "podman rm -f"
 	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
@@ -263,10 +280,7 @@ neighbour_node_refused() {
 		--device-cgroup-rule "c $c_maj:* rw" --cap-add MKNOD
 		--security-opt unmask=/sys/dev/block --network none
 		--rootfs "$w/rootfs")
-	a=$(podman_as_root run -d "${with_loopfs[@]}" "${rules[@]}" sleep 600) ||
-		fail "container a"
-	b=$(podman_as_root run -d "${with_loopfs[@]}" "${rules[@]}" sleep 600) ||
-		fail "container b"
+	start_pair "${with_loopfs[@]}" "${rules[@]}" sleep 600
 	# a's image: one partition from sector 2048, the secret at its start
 	out=$(podman_as_root exec "$a" bash -c '
 		truncate -s 2M /tmp/a.img
@@ -290,14 +304,13 @@ neighbour_node_refused() {
 	expect_in "/tmp/a-disk': Operation not permitted" "$out" "b opens a's disk"
 	expect_in "'/tmp/a-part' for reading: Operation not permitted" "$out" \
 		"b opens a's partition"
-	out=$(podman_as_root exec "$a" head -c 11 /dev/loop0p1 2>&1)
+	# a reads its partition, then holds it open (a mount would): a second
+	# open of it reaches the driver only where the block layer opens the
+	# whole disk for every open of a partition (docs/security.md)
+	out=$(podman_as_root exec "$a" bash -c 'head -c 11 /dev/loop0p1
+		exec 3</dev/loop0p1
+		sleep 600 >/dev/null 2>&1 &' 2>&1)
 	expect_eq SECRET-OF-A "$out" "a reads its own partition"
-	# a holds its partition open (a mount would): a second open of it
-	# reaches the driver only where the block layer opens the whole disk
-	# for every open of a partition (docs/security.md)
-	podman_as_root exec -d "$a" sh -c 'exec sleep 600 </dev/loop0p1' ||
-		fail "a holds its partition open"
-	sleep 1
 	out=$(podman_as_root exec "$b" head -c 11 /tmp/a-part 2>&1 || true)
 	if kernel_at_least 6.12; then
 		expect_in "'/tmp/a-part' for reading: Operation not permitted" \
