@@ -89,7 +89,12 @@ SECURITY_BINS = $(patsubst tests/security/%.c,$(TESTS_OUT)/tests/security/%,$(SE
 # The fault-injection sweep of make check-debug (tests/debug/faults.sh).
 DEBUG_BINS = $(TESTS_OUT)/tests/debug/fault-sweep
 
-tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS) tools-build
+# loopfs-run's test helper (tests/tools/loopfs-run.sh): the mount API calls
+# of a container, from the tools' own mount_api.h.
+TOOL_TEST_BINS = $(TESTS_OUT)/tests/tools/mnt-probe
+
+tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS) \
+		$(TOOL_TEST_BINS) tools-build
 ifneq ($(RELEASE_USERLANDS),0)
 	@$(HARNESS)/build-userland.sh
 endif
@@ -113,6 +118,10 @@ $(TESTS_OUT)/tests/selftests/%: tests/selftests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDR
 $(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS): $(TESTS_OUT)/tests/%: tests/%.c $(TESTLIB_OBJ) $(TESTLIB_HDRS)
 	@mkdir -p $(@D)
 	gcc $(TEST_CFLAGS) -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
+
+$(TOOL_TEST_BINS): $(TESTS_OUT)/tests/%: tests/%.c tools/mount_api.h $(TESTLIB_OBJ) $(TESTLIB_HDRS)
+	@mkdir -p $(@D)
+	gcc $(TEST_CFLAGS) -I$(CURDIR)/tools -o $@ $< $(TESTLIB_OBJ) $(TEST_LDLIBS)
 
 tools-build:
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools O=$(TESTS_OUT)/tools; fi

@@ -12,7 +12,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 BIN=${LOOPFS_BUILD:-$here/../../.build}/tools
 RUN=$BIN/loopfs-run
-PROBE=$BIN/mnt-probe
+PROBE=${LOOPFS_BUILD:-$here/../../.build}/tests/tools/mnt-probe
 CUID=${LOOPFS_UNPRIV_UID:-1000}
 # Attempts of each racing-thread test: LOOPFS_RACE_N, else 1000 with
 # LOOPFS_QUICK and 10000 without.

@@ -19,7 +19,9 @@
  *       rewriting buf between the paths GOOD and BAD.  A mount that succeeds
  *       must be of GOOD's device; prints the counts, exits 1 on a wrong mount.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/loop.h>
