@@ -323,20 +323,36 @@ static void loopfs_assert_locked(struct super_block *sb)
 static const struct file_operations *loopfs_def_blk_fops;
 static struct file_operations loopfs_blk_fops;
 
+/* A block node's identity, kept in i_private: serial above, partno below. */
+#define LOOPFS_IDENT_PART_BITS	8
+
 static unsigned long loopfs_node_ident(struct loop_dev *ldev, int partno)
 {
-	return loop_dev_serial(ldev) << 8 | partno;
+	BUILD_BUG_ON(LOOP_DEV_MAX_PARTS > 1 << LOOPFS_IDENT_PART_BITS);
+	return loop_dev_serial(ldev) << LOOPFS_IDENT_PART_BITS | partno;
+}
+
+static unsigned long loopfs_ident_serial(const struct inode *node)
+{
+	return (unsigned long)node->i_private >> LOOPFS_IDENT_PART_BITS;
+}
+
+static int loopfs_ident_partno(const struct inode *node)
+{
+	unsigned long ident = (unsigned long)node->i_private;
+
+	return ident & ((1UL << LOOPFS_IDENT_PART_BITS) - 1);
 }
 
 static int loopfs_blk_open(struct inode *inode, struct file *file)
 {
-	unsigned long ident = (unsigned long)inode->i_private;
 	int err;
 
 	err = loopfs_def_blk_fops->open(inode, file);
 	if (err)
 		return err;
-	if (loop_dev_file_is(file, ident >> 8, ident & 0xff))
+	if (loop_dev_file_is(file, loopfs_ident_serial(inode),
+			     loopfs_ident_partno(inode)))
 		return 0;
 	loopfs_def_blk_fops->release(inode, file);
 	return -ENXIO;
@@ -642,7 +658,7 @@ static void loopfs_sync_workfn(struct work_struct *work)
  */
 static void loopfs_sync_node_device(struct inode *node)
 {
-	unsigned long serial = (unsigned long)node->i_private >> 8;
+	unsigned long serial = loopfs_ident_serial(node);
 	struct super_block *sb = node->i_sb;
 	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
