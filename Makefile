@@ -141,7 +141,7 @@ soak:
 	@MAKE="$(MAKE)" $(HARNESS)/soak.sh
 
 demo:
-	@MAKE="$(MAKE)" $(HARNESS)/demo.sh
+	@$(HARNESS)/demo.sh
 
 # checkpatch --strict and kernel-doc on the module sources (also part of
 # check; sparse runs in every module build)

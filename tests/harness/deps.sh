@@ -1,13 +1,21 @@
 #!/bin/bash
-# deps.sh: install every Debian package that building, packaging and testing
-# loopfs needs on this machine (bookworm), then make or check the root of
-# every later release (rootfs.sh).  Idempotent: asks dpkg first and only
-# runs apt-get (with one apt-get update) when something is missing; a root
-# whose stamp is current is left alone.
+# deps.sh [demo]: install every Debian package that building, packaging and
+# testing loopfs needs on this machine (bookworm), then make or check the
+# root of every other release (rootfs.sh).  With "demo", only what make
+# demo uses (a 6.1 build and one guest on this machine's userland), and no
+# root.  Idempotent: asks dpkg first and only runs apt-get (with one
+# apt-get update) when something is missing; a root whose stamp is current
+# is left alone.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/releases.sh"
+
+demo_pkgs=(
+	gcc make libc6-dev libelf-dev linux-headers-amd64 sparse
+	linux-image-amd64 qemu-system-x86 busybox-static cpio
+	util-linux mount e2fsprogs kmod coreutils
+)
 
 pkgs=(
 	# build: bookworm's 6.1, its 6.12 backport and the PREEMPT_RT flavours
@@ -26,6 +34,8 @@ pkgs=(
 	# make bench-profile
 	linux-perf
 )
+
+[ "${1:-}" != demo ] || pkgs=("${demo_pkgs[@]}")
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -48,6 +58,7 @@ else
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
+[ "${1:-}" = demo ] && exit 0
 for r in "${root_releases[@]}"; do
 	"$here/rootfs.sh" "$r"
 done
