@@ -765,9 +765,10 @@ out_putf:
 /*
  * Release the backing file of a device in LOOP_DEV_RUNDOWN. @open_mutex_held
  * tells whether the caller (the last close) already holds the disk's
- * open_mutex, which the partition drop needs.
+ * open_mutex, which the partition drop needs: callers say which with
+ * loop_dev_unbind() or loop_dev_unbind_open_locked().
  */
-static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
+static void __loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 {
 	struct request_queue *q = ldev->disk->queue;
 	struct loop_dev_limits lim = {
@@ -814,6 +815,17 @@ static void loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 	fput(file);
 }
 
+static void loop_dev_unbind(struct loop_dev *ldev)
+{
+	__loop_dev_unbind(ldev, false);
+}
+
+/* loop_dev_unbind() for the last close, which holds the disk's open_mutex. */
+static void loop_dev_unbind_open_locked(struct loop_dev *ldev)
+{
+	__loop_dev_unbind(ldev, true);
+}
+
 static int loop_dev_clr_fd(struct loop_dev *ldev)
 {
 	bool now;
@@ -833,7 +845,7 @@ static int loop_dev_clr_fd(struct loop_dev *ldev)
 		WRITE_ONCE(ldev->state, LOOP_DEV_RUNDOWN);
 	loop_dev_unlock_for_bind(ldev);
 	if (now) {
-		loop_dev_unbind(ldev, false);
+		loop_dev_unbind(ldev);
 		loop_dev_partitions_changed(ldev, true);
 	}
 	return 0;
@@ -1367,7 +1379,7 @@ static void loop_dev_release(struct gendisk *disk)
 	mutex_unlock(&ldev->lock);
 
 	if (clear)
-		loop_dev_unbind(ldev, true);
+		loop_dev_unbind_open_locked(ldev);
 	/* del_gendisk() cannot run under open_mutex: leave it to a worker. */
 	if (destroy)
 		queue_work(loop_dev_destroy_wq, &ldev->destroy_work);
@@ -1733,7 +1745,7 @@ void loop_dev_orphan(struct loop_dev *ldev)
 	}
 	mutex_unlock(&ldev->lock);
 	if (unbind)
-		loop_dev_unbind(ldev, true);
+		loop_dev_unbind_open_locked(ldev);
 	mutex_unlock(compat_disk_open_mutex(ldev->disk));
 	if (destroy)
 		loop_dev_destroy(ldev);

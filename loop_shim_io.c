@@ -18,9 +18,9 @@
  *  - for LOOP_DEV_IO_NOWAIT, no other request of the queue is in flight:
  *    at depth the worker, under one plug, hands the backing device whole
  *    batches where inline service would kick it once per request;
- *  - for LOOP_DEV_IO_INLINE, loop_dev_copy_inline() says so: inline,
- *    unless the submitter streams and the worker has room, or a probe is
- *    due.
+ *  - for LOOP_DEV_IO_INLINE, loop_dev_should_copy_inline() says so:
+ *    inline, unless the submitter streams and the worker has room, or a
+ *    probe is due.
  * Everything else goes to the hardware queue's worker, and so does an
  * inline attempt that IOCB_NOWAIT refuses (-EAGAIN, -EOPNOTSUPP, -EINVAL):
  * never an I/O error. The worker drains its queue's list under one plug;
@@ -646,7 +646,8 @@ static bool loop_dev_probe_due(struct loop_dev_queue *lq)
 }
 
 /* Serve this tmpfs request inline? See the top of this file. */
-static bool loop_dev_copy_inline(struct loop_dev_queue *lq, struct request *rq)
+static bool loop_dev_should_copy_inline(struct loop_dev_queue *lq,
+					struct request *rq)
 {
 	int deferred = atomic_read(&lq->deferred);
 
@@ -676,7 +677,7 @@ static bool loop_dev_may_serve_inline(struct loop_dev *ldev,
 	if (!last || !loop_dev_queue_empty(lq))
 		return false;
 	if (ldev->io_mode == LOOP_DEV_IO_INLINE)
-		return loop_dev_copy_inline(lq, rq);
+		return loop_dev_should_copy_inline(lq, rq);
 	return ldev->io_mode == LOOP_DEV_IO_NOWAIT &&
 	       atomic_read(&lq->inflight) == 1;
 }

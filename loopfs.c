@@ -1346,9 +1346,10 @@ out_uncharge:
 
 /*
  * Remove device @index if unbound and unopened. @node: also remove loop<N>
- * (an unlink removes it itself).
+ * (an unlink removes it itself): callers say which with
+ * loopfs_remove_device() or loopfs_remove_unlinked_device().
  */
-static int loopfs_remove_device(struct super_block *sb, int index, bool node)
+static int __loopfs_remove_device(struct super_block *sb, int index, bool node)
 {
 	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
@@ -1377,6 +1378,17 @@ static int loopfs_remove_device(struct super_block *sb, int index, bool node)
 	/* Under the lock, so the index cannot be reused before the name. */
 	loop_dev_destroy(dev->ldev);
 	return 0;
+}
+
+static int loopfs_remove_device(struct super_block *sb, int index)
+{
+	return __loopfs_remove_device(sb, index, true);
+}
+
+/* loopfs_remove_device() for an unlink of loop<N>, which removes the node. */
+static int loopfs_remove_unlinked_device(struct super_block *sb, int index)
+{
+	return __loopfs_remove_device(sb, index, false);
 }
 
 static int loopfs_get_free(struct super_block *sb)
@@ -1421,7 +1433,7 @@ static long loopfs_ctl_ioctl(struct file *file, unsigned int cmd,
 	if (cmd == LOOP_CTL_ADD)
 		ret = loopfs_add_device(sb, (int)parm);
 	else if (cmd == LOOP_CTL_REMOVE)
-		ret = loopfs_remove_device(sb, (int)parm, true);
+		ret = loopfs_remove_device(sb, (int)parm);
 	else
 		ret = loopfs_get_free(sb);
 	mutex_unlock(&inst->lock);
@@ -1469,7 +1481,7 @@ static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 		return -EPERM;
 	if (mutex_lock_killable(&inst->lock))
 		return -EINTR;
-	err = loopfs_remove_device(sb, index, false);
+	err = loopfs_remove_unlinked_device(sb, index);
 	mutex_unlock(&inst->lock);
 	if (err)
 		return err;
