@@ -97,7 +97,7 @@ fi
 
 if [ "$DKMS_TEST" = 1 ]; then
 	step "harness self-test (runs that must fail do)"
-	host_suite "harness self-test" "$here/selftest/run.sh"
+	host_suite "harness self-test" "$here/harness-test/run.sh"
 	step "Debian packages (build, contents, lintian)"
 	host_suite "deb build test" "$here/../deb/deb-build-test.sh"
 	# The lint runs beside the package install test, which leaves a core

@@ -11,7 +11,7 @@ harness=$(cd "$here/.." && pwd)
 src=$(cd "$harness/../.." && pwd)
 . "$harness/gate.sh"
 . "$harness/tap.sh"
-fake=tests/harness/selftest/suites
+fake=tests/harness/harness-test/suites
 
 expect() {
 	# expect DESCRIPTION COMMAND...: one test, passed when COMMAND succeeds
