@@ -1,7 +1,7 @@
 # shellcheck shell=bash
-# Helpers for the container manager suites (tests/containers/*.sh): the
-# tools suites' helpers plus what only these use.
-. "$(dirname "${BASH_SOURCE[0]}")/../tools/lib.sh"
+# What only the container manager suites (tests/containers/*.sh) use, on
+# top of the suites' library.
+. "$(dirname "${BASH_SOURCE[0]}")/../lib/suite.sh"
 
 # The tree under test and its OCI hook.
 src=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

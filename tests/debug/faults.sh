@@ -17,7 +17,7 @@
 # itself with its caller's stack:
 # loopfs-expect-log: injected allocation failure
 set -uo pipefail
-. "$(dirname "$0")/../shell/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 sweep=${LOOPFS_BUILD:?}/tests/debug/fault-sweep

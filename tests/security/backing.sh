@@ -12,7 +12,7 @@
 # loop(4) calls answered (tests/security/backing-bind.c); the host side
 # then checks the files.
 set -uo pipefail
-. "${LOOPFS_SRC:-$(dirname "$0")/../..}/tests/shell/lib.sh"
+. "${LOOPFS_SRC:-$(dirname "$0")/../..}/tests/lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

@@ -6,7 +6,7 @@
 # program attached). Attacks that start in a container run as the
 # unprivileged uid inside `unshare -Urm`.
 set -uo pipefail
-. "${LOOPFS_SRC:-$(dirname "$0")/../..}/tests/shell/lib.sh"
+. "${LOOPFS_SRC:-$(dirname "$0")/../..}/tests/lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

@@ -27,7 +27,7 @@
 # loopfs-expect-log: memory cgroup OOM kill
 # loopfs-expect-log: I/O error, dev loopfs[0-9]+-[0-9]+, sector [0-9]+ op 0x1:\(WRITE\)
 set -uo pipefail
-. "$(dirname "$0")/../shell/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 B=${LOOPFS_BUILD:?}/tests/security/backing-bind

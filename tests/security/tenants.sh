@@ -16,7 +16,7 @@
 # mount's namespace cannot map, so a kernel worker's reads from a mount
 # made inside a user namespace fail at once instead of stalling.
 set -uo pipefail
-. "$(dirname "$0")/../shell/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

@@ -16,7 +16,7 @@
 # The FUSE mount belongs to the initial user namespace (as fusermount makes
 # it for any host user): see tenants.sh.
 set -uo pipefail
-. "$(dirname "$0")/../shell/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

@@ -3,7 +3,7 @@
 # in a private mount namespace whose /dev is a fresh tmpfs: a loopfs instance
 # on /dev/loopfs takes the place of the global loop devices.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 work=$PWD

@@ -4,7 +4,7 @@
 # the instance and itself, alive for ever. Such backing files are refused
 # (EINVAL); the host's /dev/loopfs<ID>-<N> node still stacks loop on loop
 # without pinning anything, and teardown then removes every device.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 work=$PWD

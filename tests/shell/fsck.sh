@@ -4,7 +4,7 @@
 # checksums identical after a remount and straight from the backing file;
 # fio-verified writes at depth.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 work=$PWD

@@ -4,7 +4,7 @@
 # container manager sets it up), and /dev/loopfs<ID>-<N> point at the host devtmpfs nodes that
 # losetup's listing code derives from sysfs names.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 work=$PWD

@@ -9,7 +9,7 @@
 # device by path still works there (losetup -f --show, losetup DEV FILE,
 # mount -o loop with its autoclear), and LOOP_CLR_FD itself (busybox
 # losetup -d) detaches.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 work=$PWD

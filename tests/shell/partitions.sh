@@ -12,7 +12,7 @@
 # mkfs.vfat and the clear work.
 # loopfs-timeout: 300
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

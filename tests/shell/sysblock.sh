@@ -8,7 +8,7 @@
 # and partitions, cannot be written, and work the same for the root of an
 # unprivileged user namespace.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

@@ -9,7 +9,7 @@
 # removes it; container B, another such namespace, listens at the same
 # time, and so does the host's network namespace.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

@@ -4,7 +4,7 @@
 # /dev, and uses losetup on a file it owns; the host root's instance stays
 # out of its reach.
 set -uo pipefail
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../lib/suite.sh"
 in_private_mount_ns "$@"
 
 uid=${LOOPFS_UNPRIV_UID:-1000}

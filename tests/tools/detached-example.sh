@@ -6,7 +6,7 @@
 # crashes or is killed, nothing is left behind.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib.sh"
+. "$here/../lib/suite.sh"
 
 EX=${LOOPFS_BUILD:-$here/../../.build}/tools/detached-example
 

@@ -8,7 +8,7 @@
 # loopfs-expect-log: I/O error, dev loopfs[0-9]+-1, sector [0-9]+ op 0x[01]:\((READ|WRITE)\)
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-. "$here/lib.sh"
+. "$here/../lib/suite.sh"
 
 BIN=${LOOPFS_BUILD:-$here/../../.build}/tools
 RUN=$BIN/loopfs-run

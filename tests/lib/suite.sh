@@ -1,7 +1,10 @@
 # shellcheck shell=bash
-# Tiny TAP helper for the loopfs shell suites.
+# The library every shell suite in the guest sources (tests/shell,
+# security, tools, containers, debug): TAP, expectations, and what the
+# suites ask of devices, the kernel and the log.  A suite's own helpers
+# stay in the suite (or, for the container managers, tests/containers/lib.sh).
 #
-#   . "$(dirname "$0")/lib.sh"
+#   . "$(dirname "$0")/../lib/suite.sh"
 #   in_private_mount_ns "$@"          # re-exec the suite in its own mount namespace
 #   tap_plan 3
 #   run_test "name says the behaviour" test_function [args...]
@@ -258,4 +261,13 @@ klog_clean_since() {
 	local bad
 	bad=$(dmesg_since "$1" | grep -iE "I/O error|operation not supported|blk_update_request|critical (medium|target)" || true)
 	[ -z "$bad" ] || fail "kernel log: $bad"
+}
+
+# Host names of all loopfs block devices right now, one per line.
+loopfs_disks() {
+	local d
+	for d in /sys/block/loopfs*; do
+		[ -e "$d" ] && echo "${d##*/}"
+	done
+	true
 }
