@@ -498,7 +498,9 @@ static inline bool bdev_rot(struct block_device *bdev)
 
 /*
  * A queue merged bios into its requests only where its tag set asked for
- * it (BLK_MQ_F_SHOULD_MERGE); now every queue does.
+ * it (BLK_MQ_F_SHOULD_MERGE); now every queue does. What differs from the
+ * kernel's function of this name: this one also sets that flag in @set,
+ * so that every kernel merges as the newest does.
  */
 #ifndef LOOPFS_HAVE_MERGE_BY_DEFAULT
 #define blk_mq_alloc_tag_set(set) ({					\
@@ -541,97 +543,6 @@ static void fn##_compat(struct device *dev, struct class_interface *intf) \
 static inline u8 bdev_partno(const struct block_device *bdev)
 {
 	return bdev->bd_partno;
-}
-#endif
-
-/*
- * A loop device's queue limits, every field chosen by the driver. Since
- * atomic queue limits they are committed in one validated update, and the
- * disk is allocated with its first limits; before, each was set on its
- * own and nothing checked a block size afterwards. The adapters write
- * them whichever way the kernel takes them; the caller freezes the queue
- * of a live device.
- */
-struct loop_dev_limits {
-	unsigned int logical_block_size;
-	unsigned int physical_block_size;
-	unsigned int io_min;
-	unsigned int max_discard_sectors;
-	unsigned int max_write_zeroes_sectors;
-	unsigned int discard_granularity;
-	bool write_cache;
-	bool rotational;
-};
-
-#ifdef LOOPFS_HAVE_QUEUE_LIMITS
-#define COMPAT_HAVE_QUEUE_LIMITS	true
-
-static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
-						void *data,
-						unsigned int max_hw_sectors)
-{
-	struct queue_limits lim = { .max_hw_sectors = max_hw_sectors };
-
-	return blk_mq_alloc_disk(set, &lim, data);
-}
-
-static inline int compat_apply_limits(struct request_queue *q,
-				      const struct loop_dev_limits *dl)
-{
-	struct queue_limits lim = queue_limits_start_update(q);
-
-	lim.logical_block_size = dl->logical_block_size;
-	lim.physical_block_size = dl->physical_block_size;
-	lim.io_min = dl->io_min;
-	lim.max_hw_discard_sectors = dl->max_discard_sectors;
-	lim.max_write_zeroes_sectors = dl->max_write_zeroes_sectors;
-	lim.discard_granularity = dl->discard_granularity;
-	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_ROTATIONAL);
-	if (dl->write_cache)
-		lim.features |= BLK_FEAT_WRITE_CACHE;
-	if (dl->rotational)
-		lim.features |= BLK_FEAT_ROTATIONAL;
-	return queue_limits_commit_update(q, &lim);
-}
-#else
-#define COMPAT_HAVE_QUEUE_LIMITS	false
-
-static inline struct gendisk *compat_alloc_disk(struct blk_mq_tag_set *set,
-						void *data,
-						unsigned int max_hw_sectors)
-{
-	struct gendisk *disk = blk_mq_alloc_disk(set, data);
-
-	if (!IS_ERR(disk))
-		blk_queue_max_hw_sectors(disk->queue, max_hw_sectors);
-	return disk;
-}
-
-/* No commit step here to reject a bad block size: check as it would. */
-static inline int compat_apply_limits(struct request_queue *q,
-				      const struct loop_dev_limits *dl)
-{
-	if (blk_validate_block_size(dl->logical_block_size))
-		return -EINVAL;
-	blk_queue_logical_block_size(q, dl->logical_block_size);
-	blk_queue_physical_block_size(q, dl->physical_block_size);
-	blk_queue_io_min(q, dl->io_min);
-	blk_queue_max_discard_sectors(q, dl->max_discard_sectors);
-	blk_queue_max_write_zeroes_sectors(q, dl->max_write_zeroes_sectors);
-	q->limits.discard_granularity = dl->discard_granularity;
-	blk_queue_write_cache(q, dl->write_cache, false);
-	if (dl->rotational)
-		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
-	else
-		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
-#ifdef QUEUE_FLAG_DISCARD
-	/* Discard was also a flag of the queue. */
-	if (dl->max_discard_sectors)
-		blk_queue_flag_set(QUEUE_FLAG_DISCARD, q);
-	else
-		blk_queue_flag_clear(QUEUE_FLAG_DISCARD, q);
-#endif
-	return 0;
 }
 #endif
 
@@ -830,8 +741,10 @@ static int fn##_compat(struct ctl_table *table, int write,		\
 
 /*
  * Before registration took the table's size, a table ended with an empty
- * entry. A table without one is registered as a copy that has it, made
- * once per call site and kept, as the kernel keeps the table.
+ * entry. What differs from the kernel's function of this name: this one
+ * registers a copy of @table with that entry added, made once per call
+ * site and kept (the kernel keeps the table it is given), not @table.
+ * @table must be an array, not a pointer.
  */
 #ifndef LOOPFS_HAVE_REGISTER_SYSCTL_SZ
 #define register_sysctl(path, table) ({				\

@@ -76,6 +76,31 @@ static DEFINE_MUTEX(loop_dev_chain_lock);
 static const struct block_device_operations loop_dev_fops;
 
 /*
+ * The disk's open lock (gendisk->open_mutex, the whole disk's bd_mutex
+ * before 5.13): opens and closes, partition scans and partition changes
+ * hold it.
+ */
+static void loop_dev_lock_open(struct gendisk *disk)
+{
+	mutex_lock(compat_disk_open_mutex(disk));
+}
+
+static int loop_dev_lock_open_killable(struct gendisk *disk)
+{
+	return mutex_lock_killable(compat_disk_open_mutex(disk));
+}
+
+static bool loop_dev_trylock_open(struct gendisk *disk)
+{
+	return mutex_trylock(compat_disk_open_mutex(disk));
+}
+
+static void loop_dev_unlock_open(struct gendisk *disk)
+{
+	mutex_unlock(compat_disk_open_mutex(disk));
+}
+
+/*
  * Partition scanning runs every partition parser built into the kernel on
  * the image. Host root may refuse it to devices whose user namespace is
  * not the initial one; the refusal is EPERM and changes nothing.
@@ -264,6 +289,97 @@ static bool loop_dev_file_writable(struct file *file)
 }
 
 /*
+ * A loop device's queue limits, every field chosen by the driver. Since
+ * atomic queue limits they are committed in one validated update, and the
+ * disk is allocated with its first limits; before, each was set on its
+ * own and nothing checked a block size afterwards. The adapters write
+ * them whichever way the kernel takes them; the caller freezes the queue
+ * of a live device.
+ */
+struct loop_dev_limits {
+	unsigned int logical_block_size;
+	unsigned int physical_block_size;
+	unsigned int io_min;
+	unsigned int max_discard_sectors;
+	unsigned int max_write_zeroes_sectors;
+	unsigned int discard_granularity;
+	bool write_cache;
+	bool rotational;
+};
+
+#ifdef LOOPFS_HAVE_QUEUE_LIMITS
+#define LOOP_DEV_HAVE_QUEUE_LIMITS	true
+
+static struct gendisk *loop_dev_alloc_disk(struct blk_mq_tag_set *set,
+					   void *data,
+					   unsigned int max_hw_sectors)
+{
+	struct queue_limits lim = { .max_hw_sectors = max_hw_sectors };
+
+	return blk_mq_alloc_disk(set, &lim, data);
+}
+
+static int loop_dev_commit_limits(struct request_queue *q,
+				  const struct loop_dev_limits *dl)
+{
+	struct queue_limits lim = queue_limits_start_update(q);
+
+	lim.logical_block_size = dl->logical_block_size;
+	lim.physical_block_size = dl->physical_block_size;
+	lim.io_min = dl->io_min;
+	lim.max_hw_discard_sectors = dl->max_discard_sectors;
+	lim.max_write_zeroes_sectors = dl->max_write_zeroes_sectors;
+	lim.discard_granularity = dl->discard_granularity;
+	lim.features &= ~(BLK_FEAT_WRITE_CACHE | BLK_FEAT_ROTATIONAL);
+	if (dl->write_cache)
+		lim.features |= BLK_FEAT_WRITE_CACHE;
+	if (dl->rotational)
+		lim.features |= BLK_FEAT_ROTATIONAL;
+	return queue_limits_commit_update(q, &lim);
+}
+#else
+#define LOOP_DEV_HAVE_QUEUE_LIMITS	false
+
+static struct gendisk *loop_dev_alloc_disk(struct blk_mq_tag_set *set,
+					   void *data,
+					   unsigned int max_hw_sectors)
+{
+	struct gendisk *disk = blk_mq_alloc_disk(set, data);
+
+	if (!IS_ERR(disk))
+		blk_queue_max_hw_sectors(disk->queue, max_hw_sectors);
+	return disk;
+}
+
+/* No commit step here to reject a bad block size: check as it would. */
+static int loop_dev_commit_limits(struct request_queue *q,
+				  const struct loop_dev_limits *dl)
+{
+	if (blk_validate_block_size(dl->logical_block_size))
+		return -EINVAL;
+	blk_queue_logical_block_size(q, dl->logical_block_size);
+	blk_queue_physical_block_size(q, dl->physical_block_size);
+	blk_queue_io_min(q, dl->io_min);
+	blk_queue_max_discard_sectors(q, dl->max_discard_sectors);
+	blk_queue_max_write_zeroes_sectors(q, dl->max_write_zeroes_sectors);
+	q->limits.discard_granularity = dl->discard_granularity;
+	blk_queue_write_cache(q, dl->write_cache, false);
+	if (dl->rotational)
+		blk_queue_flag_clear(QUEUE_FLAG_NONROT, q);
+	else
+		blk_queue_flag_set(QUEUE_FLAG_NONROT, q);
+#ifdef QUEUE_FLAG_DISCARD
+	/* Discard was also a flag of the queue. */
+	if (dl->max_discard_sectors)
+		blk_queue_flag_set(QUEUE_FLAG_DISCARD, q);
+	else
+		blk_queue_flag_clear(QUEUE_FLAG_DISCARD, q);
+#endif
+	return 0;
+}
+#endif
+
+/*
  * Discard and write-zeroes punch holes in (or zero) the backing file, so
  * both exist when it can: a block device passes on what it has; a file
  * needs fallocate and works in units of its filesystem's blocks.
@@ -341,7 +457,7 @@ static noinline int loop_dev_apply_limits(struct loop_dev *ldev,
 	lim.write_cache = ldev->file->f_op->fsync &&
 			 !(ldev->flags & LO_FLAGS_READ_ONLY);
 	lim.rotational = backing && bdev_rot(backing);
-	return compat_apply_limits(ldev->disk->queue, &lim);
+	return loop_dev_commit_limits(ldev->disk->queue, &lim);
 }
 
 ALLOW_ERROR_INJECTION(loop_dev_apply_limits, ERRNO);
@@ -429,9 +545,9 @@ static void loop_dev_reread_partitions(struct loop_dev *ldev)
 {
 	int ret;
 
-	mutex_lock(compat_disk_open_mutex(ldev->disk));
+	loop_dev_lock_open(ldev->disk);
 	ret = bdev_disk_changed(ldev->disk, false);
-	mutex_unlock(compat_disk_open_mutex(ldev->disk));
+	loop_dev_unlock_open(ldev->disk);
 	if (ret)
 		pr_warn("%s: partition scan failed (%d)\n",
 			ldev->disk->disk_name, ret);
@@ -782,7 +898,7 @@ static void __loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 
 	memflags = blk_mq_freeze_queue(q);
 	loop_dev_set_file(ldev, NULL);
-	compat_apply_limits(q, &lim);
+	loop_dev_commit_limits(q, &lim);
 	blk_mq_unfreeze_queue(q, memflags);
 
 	invalidate_disk(ldev->disk);
@@ -793,10 +909,10 @@ static void __loop_dev_unbind(struct loop_dev *ldev, bool open_mutex_held)
 		int err;
 
 		if (!open_mutex_held)
-			mutex_lock(compat_disk_open_mutex(ldev->disk));
+			loop_dev_lock_open(ldev->disk);
 		err = bdev_disk_changed(ldev->disk, false);
 		if (!open_mutex_held)
-			mutex_unlock(compat_disk_open_mutex(ldev->disk));
+			loop_dev_unlock_open(ldev->disk);
 		if (err)
 			pr_warn("%s: partition drop failed (%d)\n",
 				ldev->disk->disk_name, err);
@@ -1052,7 +1168,7 @@ static int loop_dev_info_to_old(const struct loop_info64 *info,
 static int loop_dev_block_size_arg(unsigned long arg, unsigned int *bsize)
 {
 	*bsize = (unsigned int)arg;
-	if (COMPAT_HAVE_QUEUE_LIMITS)
+	if (LOOP_DEV_HAVE_QUEUE_LIMITS)
 		return 0;
 	return blk_validate_block_size(arg);
 }
@@ -1537,7 +1653,7 @@ struct loop_dev *loop_dev_create(const struct loop_dev_config *cfg)
 	err = loop_dev_init_tag_set(ldev);
 	if (err)
 		goto out_minor;
-	disk = compat_alloc_disk(&ldev->tag_set, ldev, LOOP_DEV_MAX_HW_SECTORS);
+	disk = loop_dev_alloc_disk(&ldev->tag_set, ldev, LOOP_DEV_MAX_HW_SECTORS);
 	if (IS_ERR(disk)) {
 		err = PTR_ERR(disk);
 		goto out_tags;
@@ -1653,10 +1769,10 @@ int loop_dev_partitions(struct loop_dev *ldev, dev_t *devts, int max)
 	struct gendisk *disk = ldev->disk;
 	int last;
 
-	if (mutex_lock_killable(compat_disk_open_mutex(disk)))
+	if (loop_dev_lock_open_killable(disk))
 		return -EINTR;
 	last = compat_disk_partitions(disk, devts, max);
-	mutex_unlock(compat_disk_open_mutex(disk));
+	loop_dev_unlock_open(disk);
 	return last;
 }
 
@@ -1665,10 +1781,10 @@ int loop_dev_partitions_nowait(struct loop_dev *ldev, dev_t *devts, int max)
 	struct gendisk *disk = ldev->disk;
 	int last;
 
-	if (!mutex_trylock(compat_disk_open_mutex(disk)))
+	if (!loop_dev_trylock_open(disk))
 		return -EAGAIN;
 	last = compat_disk_partitions(disk, devts, max);
-	mutex_unlock(compat_disk_open_mutex(disk));
+	loop_dev_unlock_open(disk);
 	return last;
 }
 
@@ -1676,7 +1792,7 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 {
 	int err;
 
-	err = mutex_lock_killable(compat_disk_open_mutex(ldev->disk));
+	err = loop_dev_lock_open_killable(ldev->disk);
 	if (err)
 		return err;
 	/*
@@ -1696,7 +1812,7 @@ int loop_dev_claim_for_removal(struct loop_dev *ldev)
 		WRITE_ONCE(ldev->state, LOOP_DEV_DELETING);
 	mutex_unlock(&ldev->lock);
 out:
-	mutex_unlock(compat_disk_open_mutex(ldev->disk));
+	loop_dev_unlock_open(ldev->disk);
 	return err;
 }
 
@@ -1734,7 +1850,7 @@ void loop_dev_orphan(struct loop_dev *ldev)
 {
 	bool unbind = false, destroy = false;
 
-	mutex_lock(compat_disk_open_mutex(ldev->disk));
+	loop_dev_lock_open(ldev->disk);
 	mutex_lock(&ldev->lock);
 	WRITE_ONCE(ldev->orphan, true);
 	if (!disk_openers(ldev->disk)) {
@@ -1746,7 +1862,7 @@ void loop_dev_orphan(struct loop_dev *ldev)
 	mutex_unlock(&ldev->lock);
 	if (unbind)
 		loop_dev_unbind_open_locked(ldev);
-	mutex_unlock(compat_disk_open_mutex(ldev->disk));
+	loop_dev_unlock_open(ldev->disk);
 	if (destroy)
 		loop_dev_destroy(ldev);
 }
