@@ -897,12 +897,13 @@ TEST_F_TIMEOUT(limit, thousand_create_remove_cycles_return_every_charge, 250)
 	uid_t uid = unpriv_uid();
 	const char *quick = getenv("LOOPFS_QUICK");
 	const char *asked = getenv("LOOPFS_CHURN_CYCLES");
+	int asked_cycles = asked ? atoi(asked) : 0;
 	/* The harness always exports LOOPFS_QUICK; only "1" asks for less. */
 	int cycles = quick && !strcmp(quick, "1") ? 400 : 1000;
 
 	/* A debug kernel asks for fewer: it checks each flavour's paths. */
-	if (asked && atoi(asked) >= 4)
-		cycles = atoi(asked);
+	if (asked_cycles >= 4)
+		cycles = asked_cycles;
 
 	snprintf(mnt, sizeof(mnt), "%s/m", self->dir);
 	snprintf(file, sizeof(file), "%s/img", self->dir);

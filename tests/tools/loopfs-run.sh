@@ -10,9 +10,10 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/suite.sh"
 
-BIN=${LOOPFS_BUILD:-$here/../../.build}/tools
+BUILD=${LOOPFS_BUILD:-$here/../../.build}
+BIN=$BUILD/tools
 RUN=$BIN/loopfs-run
-PROBE=${LOOPFS_BUILD:-$here/../../.build}/tests/tools/mnt-probe
+PROBE=$BUILD/tests/tools/mnt-probe
 CUID=${LOOPFS_UNPRIV_UID:-1000}
 # Attempts of each racing-thread test: LOOPFS_RACE_N, else 1000 with
 # LOOPFS_QUICK and 10000 without.
