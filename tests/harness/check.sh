@@ -109,7 +109,7 @@ if [ "$DKMS_TEST" = 1 ]; then
 	# Before any guest row: it changes /lib/modules, which guests share.
 	step "Debian packages (install, DKMS, guests on the installed module, upgrade, purge)"
 	host_suite "deb install test" "$here/../deb/deb-install-test.sh"
-	step "lint (checkpatch --strict, kernel-doc; ran beside the package install test)"
+	step "lint (checkpatch --strict, kernel-doc, the table of suites per row; ran beside the package install test)"
 	wait "$lint_pid"
 	host_suite "lint" sh -c 'cat "$1"; exit "$2"' sh "$lint_out" "$?"
 	rm -f "$lint_out"
@@ -168,25 +168,6 @@ stock_row() {
 		esac
 	fi
 	echo "$(SUITES=$suites SUITES_EXCEPT=$except guest_row "$k" "$here/run-guest.sh" "$k") $rel"
-}
-
-# The suites of the debug rows, which drive the module's own code hardest:
-# the C suites (the ioctl ABI, instances, user namespaces, a removed
-# device's view directory held open), then on bookworm's 6.1 partitions
-# (the sync work) and on the newest line, whose lockdep also sees queue
-# freezes, the stress test, the tenants' stalled backing files and memcg
-# charging, and the fuzzer for 60 s (300 s in make check-debug), whose
-# views op lists and reads the block views while devices and partitions
-# change; faults.sh and kmemleak.sh always follow. The stock row of the
-# same line leaves these out when the debug row runs; the suites that test
-# userspace on top of the module run on the stock rows, and make
-# check-debug runs them all under a debug kernel.
-# debug_suites RELEASE: the suites of RELEASE's debug row
-debug_suites() {
-	case $1 in
-	bookworm) echo "tests/selftests/* tests/shell/partitions.sh" ;;
-	sid) echo "tests/selftests/* tests/stress/stress.sh tests/security/tenants.sh tests/fuzz/fuzz.sh" ;;
-	esac
 }
 
 # debug_row RELEASE: make check-debug's run on RELEASE's debug kernel.

@@ -108,6 +108,32 @@ older_suites=(tests/selftests/'*' tests/shell/article.sh
 	tests/tools/detached-example.sh tests/tools/loopfs-run.sh
 	tests/security/host.sh tests/security/memory.sh tests/security/backing.sh)
 
+# Every guest suite, the default set of a row (run-guest.sh), as SUITES
+# words; tests/selftests/* are the C suites' programs, built from
+# tests/selftests/*.c.
+default_suite_words=(tests/selftests/'*' tests/shell/'*.sh' tests/stress/'*.sh'
+	tests/security/'*.sh' tests/fuzz/'*.sh' tests/tools/'*.sh'
+	tests/containers/'*.sh' bench/smoke.sh)
+
+# The suites of the debug rows, which drive the module's own code hardest:
+# the C suites (the ioctl ABI, instances, user namespaces, a removed
+# device's view directory held open), then on bookworm's 6.1 partitions
+# (the sync work) and on the newest line, whose lockdep also sees queue
+# freezes, the stress test, the tenants' stalled backing files and memcg
+# charging, and the fuzzer for 60 s (300 s in make check-debug), whose
+# views op lists and reads the block views while devices and partitions
+# change; faults.sh and kmemleak.sh always follow. The stock row of the
+# same line leaves these out when the debug row runs; the suites that test
+# userspace on top of the module run on the stock rows, and make
+# check-debug runs them all under a debug kernel.
+# debug_suites RELEASE: the suites of RELEASE's debug row
+debug_suites() {
+	case $1 in
+	bookworm) echo "tests/selftests/* tests/shell/partitions.sh" ;;
+	sid) echo "tests/selftests/* tests/stress/stress.sh tests/security/tenants.sh tests/fuzz/fuzz.sh" ;;
+	esac
+}
+
 # release_suites RELEASE: the SUITES words of RELEASE's row in make check,
 # empty for every suite: this machine's release and the newest run every
 # suite (the newest but release_suites_except), an older release the older

@@ -3,7 +3,9 @@
 # module's sources and kernel-doc -Wall (from linux-source-6.12: 6.1's does
 # not check return values) on its headers. Sparse is not here: every module
 # build runs it on what it compiles (tests/harness/build-module.sh), for
-# every supported kernel with that release's sparse. Prints TAP.
+# every supported kernel with that release's sparse. Then docs/tests.md's
+# table of which row runs which suite against tests/harness/rows.sh,
+# which reads the rows from releases.sh. Prints TAP.
 # Zero findings pass. Justified exceptions: ENOSYS (loop-control answers
 # unknown ioctls with -ENOSYS because the in-tree driver does, see
 # loopfs_ctl_ioctl()) and the source lines in $justified below.
@@ -18,7 +20,7 @@ sources=(loopfs.c loopfs_fs.c limits.c loopfs_limits.h loopfs.h loopfs_abi.h loo
 mkdir -p "$out"
 
 echo "TAP version 13"
-echo "1..2"
+echo "1..3"
 n=0 failed=0
 
 # Findings that are right as they are, named by the source line they are
@@ -93,6 +95,19 @@ else
 	else
 		echo "ok $n - kernel-doc -Wall finds nothing in the headers"
 	fi
+fi
+
+# The table of suites per row in docs/tests.md, between its markers, is
+# what rows.sh makes of releases.sh now.
+n=$((n + 1))
+doc_table=$(sed -n '/^<!-- rows.sh: begin -->$/,/^<!-- rows.sh: end -->$/p' \
+	"$src/docs/tests.md" | sed '1d;$d')
+if [ -n "$doc_table" ] && [ "$doc_table" = "$("$src/tests/harness/rows.sh")" ]; then
+	echo "ok $n - docs/tests.md's table of suites per row is tests/harness/rows.sh's"
+else
+	diff <(echo "$doc_table") <("$src/tests/harness/rows.sh") | sed 's/^/# /'
+	failed=$((failed + 1))
+	echo "not ok $n - docs/tests.md's table of suites per row is tests/harness/rows.sh's"
 fi
 
 [ "$failed" -eq 0 ]
