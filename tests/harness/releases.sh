@@ -37,6 +37,12 @@ userland_pkgs=(
 # A root also compiles: its kernels' headers bring their compiler.
 root_pkgs=("${userland_pkgs[@]}" gcc make libc6-dev sparse)
 
+# The newest release's root also builds the Go programs (build-go.sh: the
+# NRI plugin against Debian's NRI library, the Kubernetes suite's CRI
+# client) and its guests run containerd with NRI for that suite.
+go_pkgs=(golang-go golang-github-containerd-nri-dev golang-k8s-cri-api-dev
+	golang-google-grpc-dev containerd)
+
 # release_pkgs RELEASE: root_pkgs as RELEASE names them.  bullseye's
 # util-linux (2.36) still ships what util-linux-extra split out later; a
 # release older than this machine's builds the test programs and tools
@@ -51,6 +57,9 @@ release_pkgs() {
 	done
 	if release_builds_userland "$1"; then
 		echo libseccomp-dev
+	fi
+	if [ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ]; then
+		printf '%s\n' "${go_pkgs[@]}"
 	fi
 }
 
@@ -83,8 +92,9 @@ release_userland_dir() {
 # and fio's writes in a memory cgroup (memory.sh: how fast a release's fio
 # dirties the backing file decided whether its writer survived).
 # Words as SUITES takes them.
-core_suites=(tests/selftests/'*' tests/shell/'*.sh' tests/containers/'*.sh'
-	tests/tools/detached-example.sh tests/security/memory.sh)
+core_suites=(tests/selftests/'*' tests/shell/'*.sh' tests/containers/podman.sh
+	tests/containers/lxc.sh tests/tools/detached-example.sh
+	tests/security/memory.sh)
 
 # The older set: what make check runs on a release older than this
 # machine's (docs/tests.md). Its util-linux (bullseye: 2.36) takes only
@@ -150,9 +160,13 @@ release_suites() {
 
 # release_suites_except RELEASE: the suites RELEASE's row leaves out of
 # every suite: the benchmark runs on bookworm's 6.1 and the 6.12 kernels
-# (bench/bench.sh), so its smoke test runs in this machine's row alone.
+# (bench/bench.sh), so its smoke test runs in this machine's row alone;
+# the Kubernetes suite needs containerd 2 with NRI, which the newest
+# release's root alone has (go_pkgs).
 release_suites_except() {
 	[ "$1" = bookworm ] || echo bench/smoke.sh
+	[ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ] ||
+		echo tests/containers/kubernetes.sh
 }
 
 # release_root RELEASE: the root directory of RELEASE
