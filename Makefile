@@ -97,6 +97,7 @@ tests-build: $(SELFTEST_BINS) $(LOAD_BINS) $(SECURITY_BINS) $(DEBUG_BINS) \
 		$(TOOL_TEST_BINS) tools-build
 ifneq ($(RELEASE_USERLANDS),0)
 	@$(HARNESS)/build-userland.sh
+	@$(HARNESS)/build-go.sh
 endif
 
 $(KSELFTEST)/kselftest_harness.h $(KSELFTEST)/kselftest.h:

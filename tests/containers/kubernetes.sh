@@ -33,7 +33,7 @@ cleanup() {
 			cri rmp "$p" >/dev/null 2>&1
 		done
 	fi
-	[ -z "${containerd_pid:-}" ] || kill "$containerd_pid" 2>/dev/null
+	[ ! -s "$w/containerd.pid" ] || kill "$(cat "$w/containerd.pid")" 2>/dev/null
 	wait 2>/dev/null
 	umount -R "$w/state" "$w/root" 2>/dev/null
 	true
@@ -51,6 +51,9 @@ state = "$w/state"
   sandbox = "$pause"
 [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
   SystemdCgroup = false
+[plugins."io.containerd.cri.v1.runtime".cni]
+  bin_dir = "/usr/lib/cni"
+  conf_dir = "$w/cni/conf.d"
 [plugins."io.containerd.nri.v1.nri"]
   disable = false
   socket_path = "$w/nri.sock"
@@ -60,8 +63,9 @@ EOF
 }
 
 start_containerd() {
+	# Tests run in subshells of their own: the pid is kept in a file.
 	containerd --config "$w/config.toml" >>"$w/containerd.log" 2>&1 &
-	containerd_pid=$!
+	echo $! >"$w/containerd.pid"
 	for _ in $(seq 300); do
 		cri pods >/dev/null 2>&1 && return 0
 		sleep 0.1
@@ -79,13 +83,19 @@ setup() {
 	v=$(containerd --version | awk '{ print $3 }')
 	echo "DIAG: containerd $v"
 	mkdir -p "$w/nri/plugins" "$w/nri/conf.d" "$w/img/pause" "$w/img/test" \
-		"$w/root" "$w/state"
+		"$w/root" "$w/state" "$w/cni/conf.d"
 	mount -t tmpfs tmpfs "$w/root"
 	mount -t tmpfs tmpfs "$w/state"
 	# The plugin as the package installs it, pointed at this tree's hook.
 	cp "$gobin/loopfs-nri" "$w/nri/plugins/10-loopfs"
 	printf '{"hook": "%s"}\n' "$hook" >"$w/nri/conf.d/10-loopfs.conf"
 	containerd_config >"$w/config.toml"
+	# A pod network of loopback alone, for the pod with a user namespace
+	# (which may not share the node's network).
+	cat >"$w/cni/conf.d/10-loopback.conflist" <<-EOF
+	{"cniVersion": "1.0.0", "name": "loopback-only",
+	 "plugins": [{"type": "loopback"}]}
+	EOF
 	start_containerd
 	cp /bin/busybox "$w/img/pause/busybox" || fail "no static busybox"
 	oci_image "$w/img/pause" "$pause" "$w/pause.tar" /busybox sleep 2147483647
@@ -123,9 +133,9 @@ no_annotation_no_instance() {
 	local p c out
 	p=$(pod plain) || fail "RunPodSandbox"
 	c=$(container "$p" main) || fail "a container"
-	out=$(cri exec "$c" sh -c 'ls -d /dev/loopfs /dev/loop-control 2>&1; true')
-	echo "$out"
-	expect_not_in "/dev/loopfs" "${out//No such file or directory/}" "an instance"
+	out=$(cri exec "$c" sh -c 'for f in /dev/loopfs /dev/loop-control; do
+		[ ! -e $f ] || echo "has $f"; done; echo checked')
+	expect_eq checked "$out" "no instance, no loop-control"
 	remove_pod "$p" || fail "delete the pod"
 }
 
@@ -167,9 +177,168 @@ bad_annotations() {
 	done
 }
 
-tap_plan 4
+# A privileged pod's container also mounts: mount -o loop of an image it
+# made, written, remounted read-only and read back.
+privileged_mount() {
+	local p c out disks
+	disks=$(loopfs_disks | wc -l)
+	p=$(pod priv -privileged -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main -privileged) || fail "a container"
+	out=$(cri exec "$c" bash -c '
+		truncate -s 32M /tmp/p.img && mkfs.ext4 -q /tmp/p.img || exit 1
+		mkdir -p /tmp/m
+		mount -o loop /tmp/p.img /tmp/m && echo written >/tmp/m/f &&
+			umount /tmp/m && echo "mounted rw"
+		mount -o loop,ro /tmp/p.img /tmp/m && echo "read $(cat /tmp/m/f)" &&
+			umount /tmp/m
+		echo "source $(losetup -j /tmp/p.img | wc -l) bound after umount"
+		ls /dev/loopfs | grep -c "^loop[0-9]"' 2>&1)
+	echo "$out"
+	expect_in "mounted rw" "$out" "mount -o loop, written"
+	expect_in "read written" "$out" "remounted read-only, read back"
+	expect_in "source 0 bound" "$out" "autoclear after umount"
+	remove_pod "$p" || fail "delete the pod"
+	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+}
+
+# Two pods on one node: each its own loop0, each listing only its own.
+two_pods() {
+	local a b c ca cb out disks
+	disks=$(loopfs_disks | wc -l)
+	a=$(pod a -a loopfs.io/instance=true) || fail "pod a"
+	b=$(pod b -a loopfs.io/instance=true) || fail "pod b"
+	ca=$(container "$a" main) || fail "a's container"
+	cb=$(container "$b" main) || fail "b's container"
+	for c in "a $ca" "b $cb"; do
+		set -- $c
+		out=$(cri exec "$2" bash -c "truncate -s 4M /tmp/$1.img
+			losetup --show -f /tmp/$1.img
+			losetup -l -n -O NAME,BACK-FILE | tr -s ' '")
+		expect_eq "/dev/loop0
+/dev/loop0 /tmp/$1.img" "$out" "pod $1's own loop0"
+	done
+	expect_eq $((disks + 2)) "$(loopfs_disks | wc -l)" "loopfs disks on the node"
+	remove_pod "$a" && remove_pod "$b" || fail "delete the pods"
+	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+}
+
+# Pod b, with containerd's default capabilities (CAP_MKNOD among them)
+# and the device rule every instance's container has, makes a node with
+# pod a's disk's number: the module opens a disk only for the container
+# its instance was made for, and for host root.
+neighbour_pod_refused() {
+	local a b ca cb out maj min
+	a=$(pod a -a loopfs.io/instance=true) || fail "pod a"
+	b=$(pod b -a loopfs.io/instance=true) || fail "pod b"
+	ca=$(container "$a" main) || fail "a's container"
+	cb=$(container "$b" main) || fail "b's container"
+	out=$(cri exec "$ca" bash -c '
+		truncate -s 1M /tmp/a.img
+		printf SECRET-OF-A | dd of=/tmp/a.img conv=notrunc status=none
+		losetup -f /tmp/a.img && stat -L -c "%t %T" /dev/loop0') ||
+		fail "a binds its device"
+	read -r maj min <<<"$out"
+	maj=$((16#$maj)) min=$((16#$min))
+	echo "a's disk $maj:$min"
+	out=$(cri exec "$cb" bash -c "
+		mknod /tmp/a-disk b $maj $min && echo MKNOD-OK
+		head -c 11 /tmp/a-disk 2>&1; echo" 2>&1)
+	echo "b: $out"
+	expect_in MKNOD-OK "$out" "b makes the node (CAP_MKNOD and the rule allow it)"
+	expect_not_in SECRET-OF-A "$out" "b reads a's disk"
+	expect_in "Operation not permitted" "$out" "b's open of a's disk"
+	expect_eq SECRET-OF-A "$(cri exec "$ca" head -c 11 /dev/loop0)" "a reads its own disk"
+	mknod "$w/a-disk" b "$maj" "$min" || fail "mknod on the host"
+	out=$(head -c 11 "$w/a-disk")
+	rm -f "$w/a-disk"
+	expect_eq SECRET-OF-A "$out" "host root reads a's disk"
+	remove_pod "$a" && remove_pod "$b" || fail "delete the pods"
+}
+
+# A pod with a user namespace of its own (hostUsers: false): its
+# instance's nodes belong to the pod's root, whose host uid is charged.
+userns_pod() {
+	local p c out disks
+	disks=$(loopfs_disks | wc -l)
+	p=$(pod users -userns 300000 -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container"
+	out=$(cri exec "$c" bash -c '
+		echo "map $(awk "{ print \$1, \$2 }" /proc/self/uid_map)"
+		echo "owner $(stat -c %u:%g /dev/loopfs/loop-control)"
+		truncate -s 4M /tmp/u.img
+		echo "bound $(losetup --show -f /tmp/u.img)"
+		printf in-userns | dd of=/dev/loop0 conv=fsync status=none
+		echo "file $(head -c 9 /tmp/u.img)"' 2>&1)
+	echo "$out"
+	expect_in "map 0 300000" "$out" "the pod's user namespace"
+	expect_in "owner 0:0" "$out" "the nodes belong to the pod's root"
+	expect_in "bound /dev/loop0" "$out" "losetup --show -f"
+	expect_in "file in-userns" "$out" "raw write through the device"
+	remove_pod "$p" || fail "delete the pod"
+	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+}
+
+# The kubelet kills a pod: its container's init SIGKILLed, then the pod
+# stopped and removed. Nothing of the instance outlives the container.
+killed_pod() {
+	local p c pid disks
+	disks=$(loopfs_disks | wc -l)
+	p=$(pod killed -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container"
+	cri exec "$c" bash -c 'truncate -s 4M /tmp/k.img; losetup -f /tmp/k.img
+		losetup -f /tmp/k.img' || fail "bind two devices"
+	expect_eq $((disks + 2)) "$(loopfs_disks | wc -l)" "the pod's devices"
+	pid=$(cri pid "$c") || fail "the container's pid"
+	kill -KILL "$pid" || fail "SIGKILL $pid"
+	wait_for_disks "$disks" || fail "devices left after SIGKILL: $(loopfs_disks | tr '\n' ' ')"
+	remove_pod "$p" || fail "delete the pod"
+	expect_eq 0 "$(grep -l ' - loop ' /proc/[0-9]*/mountinfo 2>/dev/null | wc -l)" \
+		"processes that still see a loopfs mount"
+}
+
+# containerd restarted (an upgrade, a crash): it starts the plugin again
+# from its directory, and new containers get their instance.
+containerd_restart() {
+	local p c
+	local pid
+	pid=$(cat "$w/containerd.pid")
+	kill "$pid" || fail "kill containerd"
+	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+	start_containerd
+	p=$(pod again -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container"
+	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" \
+		"an instance after the restart"
+	remove_pod "$p" || fail "delete the pod"
+}
+
+# Ten pods made and deleted one after the other leave nothing behind.
+many_pods() {
+	local i p c disks
+	disks=$(loopfs_disks | wc -l)
+	for ((i = 0; i < 10; i++)); do
+		p=$(pod "many-$i" -a loopfs.io/instance=true) || fail "pod $i"
+		c=$(container "$p" main) || fail "pod $i's container"
+		cri exec "$c" bash -c 'truncate -s 1M /tmp/i.img; losetup -f /tmp/i.img' ||
+			fail "pod $i binds a device"
+		remove_pod "$p" || fail "delete pod $i"
+	done
+	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
+	expect_eq "" "$(cri pods)" "pods left"
+	expect_eq 0 "$(grep -l ' - loop ' /proc/[0-9]*/mountinfo 2>/dev/null | wc -l)" \
+		"processes that still see a loopfs mount"
+}
+
+tap_plan 11
 run_test "set-up: containerd with NRI starts the loopfs plugin; images imported" setup
 run_test "a pod without the annotation: no instance" no_annotation_no_instance
 run_test "an unprivileged pod's container: its instance, losetup -f, raw I/O, mkfs, losetup -D; deleting the pod leaves no device" unprivileged_pod
 run_test "bad annotations fail the container's creation with the reason" bad_annotations
+run_test "a privileged pod: mount -o loop of an image it made, remounted, read back" privileged_mount
+run_test "two pods on one node: each its own loop0, each lists only its own" two_pods
+run_test "a pod with CAP_MKNOD and the device rule makes a node for another pod's disk and cannot open it; the owner and host root can" neighbour_pod_refused
+run_test "a pod with its own user namespace: the instance belongs to its root, losetup and raw I/O work" userns_pod
+run_test "a pod whose container's init is SIGKILLed, then deleted: no device or mount left" killed_pod
+run_test "containerd restarted: the plugin runs again, new containers get their instance" containerd_restart
+run_test "ten pods made and deleted: no device, pod or mount left" many_pods
 tap_done

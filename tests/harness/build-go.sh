@@ -4,8 +4,10 @@
 # proxy: GOPATH mode over /usr/share/gocode, nothing fetched), static
 # (CGO off), so that they run on every release: the NRI plugin
 # (tools/nri, shipped) and the CRI client of the Kubernetes suite
-# (tests/containers/cri) into OUT (default .build/go).  Does nothing,
-# and says so, when that root has no Go (releases.sh: go_pkgs).
+# (tests/containers/cri) into OUT (default .build/go).  Go's build cache
+# stays in the root (/var/cache/loopfs/go-build), so that a fresh clone
+# compiles only its own packages.  Does nothing, and says so, when that
+# root has no Go (releases.sh: go_pkgs).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -25,7 +27,7 @@ mkdir -p "$out/gopath/src/loopfs.io"
 ln -sfn "$src/tools/nri" "$out/gopath/src/loopfs.io/nri"
 ln -sfn "$src/tests/containers/cri" "$out/gopath/src/loopfs.io/cri"
 in_root "$root" env GO111MODULE=off GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 \
-	GOPATH="$out/gopath:/usr/share/gocode" GOCACHE="$out/cache" GOFLAGS=-trimpath \
+	GOPATH="$out/gopath:/usr/share/gocode" GOCACHE=/var/cache/loopfs/go-build GOFLAGS=-trimpath \
 	sh -ec '
 		cd "$1/gopath/src/loopfs.io"
 		go vet ./nri ./cri

@@ -20,6 +20,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,7 +31,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/protobuf/encoding/protojson"
 	cri "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -73,7 +73,7 @@ func (c *client) podConfig(pod string) *cri.PodSandboxConfig {
 		die("pod %s: %v", pod, err)
 	}
 	cfg := &cri.PodSandboxConfig{}
-	if err := protojson.Unmarshal(data, cfg); err != nil {
+	if err := json.Unmarshal(data, cfg); err != nil {
 		die("pod %s: %v", pod, err)
 	}
 	return cfg
@@ -99,6 +99,16 @@ func userns(hostID int64) *cri.UserNamespace {
 	return &cri.UserNamespace{Mode: cri.NamespaceMode_POD, Uids: ids, Gids: ids}
 }
 
+// network is the node's network, but a network namespace of the pod's
+// own (loopback alone, from the suite's CNI configuration) with a user
+// namespace.
+func network(hostID int64) cri.NamespaceMode {
+	if hostID < 0 {
+		return cri.NamespaceMode_NODE
+	}
+	return cri.NamespaceMode_POD
+}
+
 func (c *client) runp(ctx context.Context, args []string) {
 	fs := flag.NewFlagSet("runp", flag.ExitOnError)
 	name := fs.String("name", "", "the pod's name")
@@ -111,16 +121,19 @@ func (c *client) runp(ctx context.Context, args []string) {
 	if *name == "" {
 		die("runp: -name is required")
 	}
+	// The node's network, as a hostNetwork pod: no CNI, and no hostname
+	// of its own (the kubelet sets none for such a pod). A pod with a
+	// user namespace needs a network namespace of its own (the kubelet
+	// refuses hostUsers: false with hostNetwork): network() gives it one.
 	cfg := &cri.PodSandboxConfig{
 		Metadata: &cri.PodSandboxMetadata{Name: *name, Namespace: *ns,
 			Uid: fmt.Sprintf("%s-%d", *name, time.Now().UnixNano())},
-		Hostname:    *name,
 		Annotations: annotations(ann),
 		Linux: &cri.LinuxPodSandboxConfig{
 			SecurityContext: &cri.LinuxSandboxSecurityContext{
 				Privileged: *privileged,
 				NamespaceOptions: &cri.NamespaceOption{
-					Network:       cri.NamespaceMode_NODE,
+					Network:       network(*hostID),
 					Pid:           cri.NamespaceMode_CONTAINER,
 					Ipc:           cri.NamespaceMode_POD,
 					UsernsOptions: userns(*hostID),
@@ -132,7 +145,7 @@ func (c *client) runp(ctx context.Context, args []string) {
 	if err != nil {
 		die("RunPodSandbox: %v", err)
 	}
-	data, err := protojson.Marshal(cfg)
+	data, err := json.Marshal(cfg)
 	if err == nil {
 		err = os.WriteFile(c.configPath(r.PodSandboxId), data, 0o600)
 	}
