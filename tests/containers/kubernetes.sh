@@ -86,6 +86,9 @@ setup() {
 		"$w/root" "$w/state" "$w/cni/conf.d"
 	mount -t tmpfs tmpfs "$w/root"
 	mount -t tmpfs tmpfs "$w/state"
+	# CNI keeps its results in /var/lib/cni, which the guest's read-only
+	# root lacks: an empty /var/lib in this suite's mount namespace.
+	mount -t tmpfs tmpfs /var/lib
 	# The plugin as the package installs it, pointed at this tree's hook.
 	cp "$gobin/loopfs-nri" "$w/nri/plugins/10-loopfs"
 	printf '{"hook": "%s"}\n' "$hook" >"$w/nri/conf.d/10-loopfs.conf"
