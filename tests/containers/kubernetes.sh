@@ -93,11 +93,16 @@ setup() {
 	cp "$gobin/loopfs-nri" "$w/nri/plugins/10-loopfs"
 	printf '{"hook": "%s"}\n' "$hook" >"$w/nri/conf.d/10-loopfs.conf"
 	containerd_config >"$w/config.toml"
-	# A pod network of loopback alone, for the pod with a user namespace
-	# (which may not share the node's network).
-	cat >"$w/cni/conf.d/10-loopback.conflist" <<-EOF
-	{"cniVersion": "1.0.0", "name": "loopback-only",
-	 "plugins": [{"type": "loopback"}]}
+	# A pod network for the pod with a user namespace (which may not
+	# share the node's network, and must have an address): a bridge of
+	# its own in the guest, addresses from a private range.
+	modprobe bridge 2>/dev/null
+	cat >"$w/cni/conf.d/10-pods.conflist" <<-EOF
+	{"cniVersion": "1.0.0", "name": "loopfs-pods",
+	 "plugins": [{"type": "bridge", "bridge": "loopfs-cni0",
+	  "ipMasq": false, "isGateway": false,
+	  "ipam": {"type": "host-local",
+	   "ranges": [[{"subnet": "10.213.0.0/24"}]]}}]}
 	EOF
 	start_containerd
 	cp /bin/busybox "$w/img/pause/busybox" || fail "no static busybox"
