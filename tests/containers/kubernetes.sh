@@ -34,6 +34,7 @@ cleanup() {
 		done
 	fi
 	[ ! -s "$w/containerd.pid" ] || kill "$(cat "$w/containerd.pid")" 2>/dev/null
+	[ ! -s "$w/plugin.pid" ] || kill "$(cat "$w/plugin.pid")" 2>/dev/null
 	wait 2>/dev/null
 	umount -R "$w/state" "$w/root" 2>/dev/null
 	true
@@ -320,6 +321,49 @@ containerd_restart() {
 	remove_pod "$p" || fail "delete the pod"
 }
 
+# wait_log PATTERN N: until containerd's log has more than N lines
+# matching PATTERN, for at most 10 s
+wait_log() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		[ "$(grep -c "$1" "$w/containerd.log")" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# The plugin gone (a DaemonSet's pod restarting): NRI has no required
+# plugins, so an annotated pod's container starts without an instance
+# (and sees no loop device at all); the plugin connected again from
+# outside containerd, as a DaemonSet's pod connects, gives the next
+# container its instance.
+plugin_reconnects() {
+	local p c n out
+	n=$(grep -c 'connection to plugin .* closed' "$w/containerd.log")
+	pkill -f "^$w/nri/plugins/10-loopfs" || fail "no pre-installed plugin runs"
+	wait_log 'connection to plugin .* closed' "$n" ||
+		fail "containerd did not see the plugin go"
+	p=$(pod gap -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container while the plugin is gone"
+	out=$(cri exec "$c" sh -c 'ls /dev | grep -c "^loop"; losetup -f 2>&1')
+	echo "without the plugin: $out"
+	expect_eq 0 "$(head -n 1 <<<"$out")" "loop nodes in the container"
+	remove_pod "$p" || fail "delete the pod"
+	n=$(grep -c 'connected and synchronized' "$w/containerd.log")
+	"$gobin/loopfs-nri" -socket "$w/nri.sock" -idx 10 -hook "$hook" \
+		>>"$w/plugin.log" 2>&1 &
+	echo $! >"$w/plugin.pid"
+	wait_log 'connected and synchronized' "$n" || {
+		tail -n 5 "$w/plugin.log"
+		fail "the plugin did not connect"
+	}
+	p=$(pod back -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container"
+	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" \
+		"an instance once the plugin is back"
+	remove_pod "$p" || fail "delete the pod"
+}
+
 # Ten pods made and deleted one after the other leave nothing behind.
 many_pods() {
 	local i p c disks
@@ -337,7 +381,7 @@ many_pods() {
 		"processes that still see a loopfs mount"
 }
 
-tap_plan 11
+tap_plan 12
 run_test "set-up: containerd with NRI starts the loopfs plugin; images imported" setup
 run_test "a pod without the annotation: no instance" no_annotation_no_instance
 run_test "an unprivileged pod's container: its instance, losetup -f, raw I/O, mkfs, losetup -D; deleting the pod leaves no device" unprivileged_pod
@@ -348,5 +392,6 @@ run_test "a pod with CAP_MKNOD and the device rule makes a node for another pod'
 run_test "a pod with its own user namespace: the instance belongs to its root, losetup and raw I/O work" userns_pod
 run_test "a pod whose container's init is SIGKILLed, then deleted: no device or mount left" killed_pod
 run_test "containerd restarted: the plugin runs again, new containers get their instance" containerd_restart
+run_test "the plugin gone: an annotated pod starts without an instance; connected again, the next container gets one" plugin_reconnects
 run_test "ten pods made and deleted: no device, pod or mount left" many_pods
 tap_done
