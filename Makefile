@@ -13,7 +13,7 @@
 #   make deps                      apt-get install what all of the above needs
 #   make dkms-install | dkms-remove
 #   make dkms-tree DKMS_TREE=<dir> the DKMS source tree, copied into <dir>
-#   make deb                       loopfs-dkms and loopfs-tools .debs in .build/deb/
+#   make deb                       loopfs-dkms, loopfs-tools and loopfs-nri .debs in .build/deb/
 #   make clean
 
 .DEFAULT_GOAL := all
@@ -188,16 +188,19 @@ DEB_OUT = $(BUILD)/deb
 # writes only to the parent directory, so every file the .changes lists is
 # moved from there. The version stays single-sourced: debian/rules stops the
 # build when debian/changelog's version is not PACKAGE_VERSION of dkms.conf.
+# Then loopfs-nri_<v>_<arch>.deb, from the same source, built in the newest
+# release's root: this machine's release has no NRI library for Go.
 deb:
 	@command -v dpkg-buildpackage >/dev/null || \
 		{ echo "make deb: apt-get install dpkg-dev debhelper dh-dkms libseccomp-dev"; exit 1; }
-	dpkg-buildpackage -us -uc -b
+	dpkg-buildpackage -us -uc -b -Ppkg.loopfs.no-nri
 	@mkdir -p $(DEB_OUT)
 	@changes=../loopfs_$(VERSION)_$$(dpkg --print-architecture).changes; \
 	files=$$(awk '/^Files:/ { f = 1; next } /^[^ ]/ { f = 0 } f { print $$5 }' $$changes); \
 	for f in $$files; do mv ../$$f $(DEB_OUT)/ || exit 1; done; \
 	mv $$changes $(DEB_OUT)/ && \
 	echo "make deb: in $(DEB_OUT)/:" $$files $${changes#../}
+	$(HARNESS)/build-nri-deb.sh $(DEB_OUT)
 
 # --- cleaning ----------------------------------------------------------------
 

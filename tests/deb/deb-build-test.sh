@@ -5,7 +5,8 @@
 # a temporary directory, not beside the repository); then `dpkg -c` checks
 # that each package holds what it should and nothing from .build/, tests/,
 # .git or kbuild output, and lintian --pedantic -I must print nothing.
-# Needs dpkg-dev, debhelper, dh-dkms, libseccomp-dev and lintian. Prints TAP.
+# Needs dpkg-dev, debhelper, dh-dkms, libseccomp-dev and lintian, and the
+# newest release's root for loopfs-nri (make deps). Prints TAP.
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -25,12 +26,15 @@ tools_files=(usr/bin/loopfs-run usr/share/man/man1/loopfs-run.1.gz
 	usr/share/doc/loopfs-tools/copyright usr/libexec/loopfs/loopfs-oci-hook
 	usr/share/containers/oci/hooks.d/loopfs.json etc/cdi/loopfs.yaml)
 mapfile -t doc_mds < <(cd "$src" && git ls-files -- 'docs/*.md')
+nri_files=(usr/libexec/loopfs/loopfs-nri opt/nri/plugins/50-loopfs
+	usr/share/doc/loopfs-nri/copyright)
 
 # build, 2 file names, dkms: source files + Makefile + dkms.conf + extras,
 # source identical, conffile, modprobe.d commented out, Depends on dkms;
-# tools: files + docs, hardening; leaks in each package; lintian
-tap_plan $((1 + 2 + ${#module_srcs[@]} + 2 + ${#dkms_extra[@]} + 4 + \
-	${#tools_files[@]} + ${#doc_mds[@]} + 1 + 2 + 1))
+# tools: files + docs, hardening; nri: files, the link, Depends, static;
+# leaks in each package; lintian
+tap_plan $((1 + 3 + ${#module_srcs[@]} + 2 + ${#dkms_extra[@]} + 4 + \
+	${#tools_files[@]} + ${#doc_mds[@]} + 1 + ${#nri_files[@]} + 3 + 3 + 1))
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -39,6 +43,7 @@ tree=$work/loopfs-$ver
 out=$tree/.build/deb
 dkms_deb=$out/loopfs-dkms_${ver}_all.deb
 tools_deb=$out/loopfs-tools_${ver}_$arch.deb
+nri_deb=$out/loopfs-nri_${ver}_$arch.deb
 
 copy_tracked_tree "$src" "$tree"
 if make -C "$tree" deb >"$log" 2>&1; then
@@ -47,7 +52,7 @@ else
 	tap FAIL "make deb" "$log"
 fi
 
-for deb in "$dkms_deb" "$tools_deb"; do
+for deb in "$dkms_deb" "$tools_deb" "$nri_deb"; do
 	if [ -f "$deb" ]; then
 		tap OK "${deb#"$out"/} in .build/deb/"
 	else
@@ -61,6 +66,7 @@ has() { awk '{ print $6 }' "$1" | grep -qxF "./$2"; }
 
 dpkg -c "$dkms_deb" >"$work/dkms.list" 2>/dev/null
 dpkg -c "$tools_deb" >"$work/tools.list" 2>/dev/null
+dpkg -c "$nri_deb" >"$work/nri.list" 2>/dev/null
 for f in "${module_srcs[@]}" Makefile dkms.conf; do
 	p=usr/src/loopfs-$ver/$f
 	if has "$work/dkms.list" "$p"; then tap OK "loopfs-dkms has /$p"; else tap FAIL "loopfs-dkms has /$p"; fi
@@ -129,9 +135,34 @@ else
 	tap FAIL "loopfs-run is PIE with full RELRO (the build flags reached it)"
 fi
 
+for p in "${nri_files[@]}"; do
+	if has "$work/nri.list" "$p"; then tap OK "loopfs-nri has /$p"; else tap FAIL "loopfs-nri has /$p"; fi
+done
+link=$(awk '$6 == "./opt/nri/plugins/50-loopfs" { print $8 }' "$work/nri.list")
+if [ "$link" = /usr/libexec/loopfs/loopfs-nri ]; then
+	tap OK "containerd's pre-installed plugin /opt/nri/plugins/50-loopfs is the plugin"
+else
+	tap FAIL "containerd's pre-installed plugin /opt/nri/plugins/50-loopfs is the plugin (links to '$link')"
+fi
+dep=$(dpkg-deb -f "$nri_deb" Depends 2>/dev/null)
+if grep -qxF "loopfs-tools (= $ver)" <<<"$dep"; then
+	tap OK "loopfs-nri depends on the loopfs-tools of its version (the OCI hook)"
+else
+	tap FAIL "loopfs-nri depends on the loopfs-tools of its version (the OCI hook; Depends: $dep)"
+fi
+mkdir "$work/nri"
+dpkg-deb -x "$nri_deb" "$work/nri" 2>/dev/null
+plugin=$work/nri/usr/libexec/loopfs/loopfs-nri
+if [ -f "$plugin" ] && ! readelf -lW "$plugin" 2>/dev/null | grep -q INTERP &&
+	"$plugin" -h 2>&1 | grep -q -- -hook; then
+	tap OK "the plugin is static (it runs on every release) and runs here"
+else
+	tap FAIL "the plugin is static (it runs on every release) and runs here"
+fi
+
 # Anything from the build or test trees, git, or kbuild output.
 leak_re='/\.build/|/tests/|/\.git|\.o$|\.ko$|\.mod\.c$|\.cmd$|\.symvers$|modules\.order$'
-for name in dkms tools; do
+for name in dkms tools nri; do
 	leaks=$(awk '{ print $6 }' "$work/$name.list" | grep -E "$leak_re")
 	if [ -s "$work/$name.list" ] && [ -z "$leaks" ]; then
 		tap OK "loopfs-$name holds nothing from .build/, tests/, .git or kbuild output"
@@ -147,7 +178,7 @@ if ! command -v lintian >/dev/null; then
 else
 	# Its exit status says only whether errors were found: read its output.
 	if [ -f "$changes" ]; then
-		lintian --pedantic -I "$changes" >"$log" 2>&1
+		lintian --pedantic -I "$changes" "$nri_deb" >"$log" 2>&1
 	else
 		echo "no ${changes#"$out"/}" >"$log"
 	fi

@@ -4,26 +4,28 @@
 # release's root (tests/harness/releases.sh), with that release's apt and
 # dkms; the module is only ever loaded in guests. An older release's root
 # gets loopfs-dkms alone (dkms_cycle).
-#   1. Build loopfs-dkms and loopfs-tools once, here, from the files git
+#   1. Build loopfs-dkms, loopfs-tools and loopfs-nri once, from the files git
 #      tracks, at the tree's version and at a later one (same sources, a
 #      version bumped in dkms.conf and debian/changelog).
 # Then, for bookworm and for each release root, two releases at a time
 # (KERNELS, as for make check, chooses them by their guest kernels):
-#   2. apt-get install both: DKMS has built and installed loopfs.ko for
-#      every kernel whose headers are installed (bookworm: 6.1 and the
+#   2. apt-get install all three: DKMS has built and installed loopfs.ko
+#      for every kernel whose headers are installed (bookworm: 6.1 and the
 #      6.12 backport; a root: its kernel), each with that kernel's
-#      vermagic; the tools, man pages and udev rule are in place. The RT
+#      vermagic; the tools, man pages, udev rule and NRI plugin are in
+#      place. The RT
 #      flavours' headers are set aside until step 5.
 #   3. A guest of the release's kernel, on the release's userland, loads
 #      the installed module through `mount -t loop` alone and runs the
-#      article's recipe and loopfs-run's quick start (installed-guest.sh).
+#      article's recipe and loopfs-run's quick start, and containerd 2
+#      (sid) starts the installed NRI plugin (installed-guest.sh).
 #   4. apt-get install the later version over it: rebuilt for every kernel,
 #      nothing of the first version left.
 #   5. A kernel whose headers arrive after the package (the first RT
 #      flavour's, set aside until now): DKMS's hook for a newly installed
 #      headers package (/etc/kernel/header_postinst.d/dkms, which runs
 #      dkms autoinstall) must build and install the module for it.
-#   6. apt-get purge both: no file of ours under /lib/modules,
+#   6. apt-get purge all three: no file of ours under /lib/modules,
 #      /var/lib/dkms, /usr or /etc, no package state left.
 # Whatever this installs is purged on exit, also when a test fails.  On a
 # machine that already has loopfs installed (package, DKMS or source tree)
@@ -116,7 +118,7 @@ cycle_tests() {
 	if release_builds_userland "${releases[$1]}"; then
 		echo $((1 + nk + 1 + 1 + 4))
 	else
-		echo $((1 + nk + 4 + 7 + 2 + nk + 2 + 1 + 4))
+		echo $((1 + nk + 5 + 8 + 2 + nk + 2 + 1 + 4))
 	fi
 }
 
@@ -134,7 +136,7 @@ log=$work/log
 # Already installed here: say so on every line of this machine's cycle
 # and leave it out; the roots are the harness's own.
 installed_before=$( (dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' \
-	loopfs-dkms loopfs-tools 2>/dev/null | awk '$2 != "un"'
+	loopfs-dkms loopfs-tools loopfs-nri 2>/dev/null | awk '$2 != "un"'
 	dkms status -m loopfs 2>/dev/null
 	ls -d /usr/src/loopfs-* /var/lib/dkms/loopfs 2>/dev/null) | head -n 3)
 if [ -n "$installed_before" ] && [ "${releases[0]:-}" = bookworm ]; then
@@ -163,7 +165,7 @@ rel=bookworm root="" at=() rwork=$work
 # purge_ours: remove every trace of both versions from the current release
 purge_ours() {
 	local v
-	"${at[@]}" apt-get purge -y loopfs-dkms loopfs-tools >/dev/null 2>&1
+	"${at[@]}" apt-get purge -y loopfs-dkms loopfs-tools loopfs-nri >/dev/null 2>&1
 	for v in "$ver" "$ver2"; do
 		"${at[@]}" dkms status -m loopfs -v "$v" 2>/dev/null | grep -q . &&
 			"${at[@]}" dkms remove -m loopfs -v "$v" --all >/dev/null 2>&1
@@ -268,14 +270,14 @@ dkms_installed_everywhere() {
 	done | sort)
 }
 
-# packages_at VERSION: both packages are installed at VERSION
+# packages_at VERSION: the three packages are installed at VERSION
 packages_at() {
-	[ "$("${at[@]}" dpkg-query -W -f='${Version} ' loopfs-dkms loopfs-tools)" = "$1 $1 " ]
+	[ "$("${at[@]}" dpkg-query -W -f='${Version} ' loopfs-dkms loopfs-tools loopfs-nri)" = "$1 $1 $1 " ]
 }
 
 no_package_state() {
 	! "${at[@]}" dpkg-query -W -f='${Package} ${db:Status-Abbrev}\n' \
-		loopfs-dkms loopfs-tools 2>/dev/null | grep -v ' un'
+		loopfs-dkms loopfs-tools loopfs-nri 2>/dev/null | grep -v ' un'
 }
 
 # ours_under: files and directories named after loopfs in the places a
@@ -293,9 +295,11 @@ b2=$!
 if wait "$b1"; then tap OK "make deb at $ver"; else tap FAIL "make deb at $ver" "$work/v1.log"; fi
 if wait "$b2"; then tap OK "make deb at $ver2"; else tap FAIL "make deb at $ver2" "$work/v2.log"; fi
 debs1=("$work/v1/loopfs-$ver/.build/deb/loopfs-dkms_${ver}_all.deb"
-	"$work/v1/loopfs-$ver/.build/deb/loopfs-tools_${ver}_$arch.deb")
+	"$work/v1/loopfs-$ver/.build/deb/loopfs-tools_${ver}_$arch.deb"
+	"$work/v1/loopfs-$ver/.build/deb/loopfs-nri_${ver}_$arch.deb")
 debs2=("$work/v2/loopfs-$ver2/.build/deb/loopfs-dkms_${ver2}_all.deb"
-	"$work/v2/loopfs-$ver2/.build/deb/loopfs-tools_${ver2}_$arch.deb")
+	"$work/v2/loopfs-$ver2/.build/deb/loopfs-tools_${ver2}_$arch.deb"
+	"$work/v2/loopfs-$ver2/.build/deb/loopfs-nri_${ver2}_$arch.deb")
 
 # shipped_files PACKAGE...: every file the PACKAGEs installed and the
 # modules DKMS built, for the purge to account for
@@ -335,7 +339,7 @@ cycle() {
 	ours_under >"$before"
 
 	# 2. install
-	check "apt-get install ./loopfs-dkms_${ver}_all.deb ./loopfs-tools_${ver}_$arch.deb" \
+	check "apt-get install ./loopfs-dkms_${ver}_all.deb ./loopfs-tools_${ver}_$arch.deb ./loopfs-nri_${ver}_$arch.deb" \
 		apt_get install -y "${debs1[@]}"
 	for k in "${kernels[@]}"; do
 		check "DKMS installed loopfs.ko $ver for $k, vermagic $k" module_ok "$k" "$ver"
@@ -349,7 +353,10 @@ cycle() {
 	check "the udev rule and the modprobe.d file are in place" \
 		test -f "$root/usr/lib/udev/rules.d/59-loopfs.rules" -a -f "$root/etc/modprobe.d/loopfs.conf"
 
-	shipped_files loopfs-dkms loopfs-tools >"$shipped"
+	check "the NRI plugin is where containerd starts pre-installed plugins and runs" \
+		"${at[@]}" sh -c '/opt/nri/plugins/50-loopfs -h 2>&1 | grep -q -- -hook'
+
+	shipped_files loopfs-dkms loopfs-tools loopfs-nri >"$shipped"
 
 	# 3. a guest of the release's kernel on the installed module
 	GUEST_RUN_NAME=deb-$g "$src/tests/harness/run-guest.sh" --run "$g" \
@@ -363,9 +370,9 @@ cycle() {
 		"ok "*) tap OK "$rel: $g guest: ${line#*- }" ;;
 		*) tap FAIL "$rel: $g guest: ${line#*- }" "$out" ;;
 		esac
-	done < <(grep -E '^(not )?ok ' "$out" 2>/dev/null | head -n 6)
-	for ((; n < 6; n++)); do
-		tap FAIL "$rel: $g guest: a result for each of its 6 tests" "$log"
+	done < <(grep -E '^(not )?ok ' "$out" 2>/dev/null | head -n 7)
+	for ((; n < 7; n++)); do
+		tap FAIL "$rel: $g guest: a result for each of its 7 tests" "$log"
 	done
 	if [ "$rc" -eq 0 ]; then
 		tap OK "$rel: $g guest: exit status 0 and a clean kernel log"
@@ -375,7 +382,7 @@ cycle() {
 
 	# 4. upgrade
 	check "apt-get install the $ver2 packages over $ver" apt_get install -y "${debs2[@]}"
-	check "both packages are at $ver2" packages_at "$ver2"
+	check "the three packages are at $ver2" packages_at "$ver2"
 	for k in "${kernels[@]}"; do
 		check "rebuilt for $k: loopfs.ko $ver2, vermagic $k" module_ok "$k" "$ver2"
 	done
@@ -387,7 +394,7 @@ cycle() {
 	headers_hook_check "$ver2"
 
 	# 6. purge
-	purge_checks "$shipped" "$before" loopfs-dkms loopfs-tools
+	purge_checks "$shipped" "$before" loopfs-dkms loopfs-tools loopfs-nri
 }
 
 # purge_checks SHIPPED BEFORE PACKAGE...: apt-get purge PACKAGEs; nothing

@@ -2,8 +2,9 @@
 # Guest side of deb-install-test.sh (run-guest.sh --run): the module that
 # DKMS installed from loopfs-dkms, with nothing loading it but the kernel
 # asking modprobe for the filesystem type on `mount -t loop`; then the LWN
-# article's recipe on it, and the quick start of the installed loopfs-run
-# guide as written there.  Prints TAP.
+# article's recipe on it, the quick start of the installed loopfs-run
+# guide as written there, and containerd (2 or later, where the release
+# has it) starting the NRI plugin loopfs-nri installed.  Prints TAP.
 set -uo pipefail
 
 src=$(cd "$(dirname "$0")/../.." && pwd)
@@ -15,7 +16,7 @@ trap 'rm -f "$log"' EXIT
 
 loaded() { grep -q "^loopfs " /proc/modules; }
 
-tap_plan 6
+tap_plan 7
 
 if loaded; then
 	tap FAIL "loopfs is not loaded at boot"
@@ -95,4 +96,54 @@ if quick_start >"$log" 2>&1; then
 else
 	tap FAIL "loopfs-run's quick start, as installed, works (the container owns what it made)" "$log"
 fi
+# containerd with its default NRI settings but for the socket finds the
+# plugin where the package put it, starts it and synchronizes with it.
+# Its root, state and CNI configuration directory are in a scratch
+# directory: the guest's root is read-only (and CRI, which starts the NRI
+# plugins, does not start without the CNI directory).
+preinstalled_plugin() {
+	local w pid rc=1
+	w=$(mktemp -d)
+	cat >"$w/config.toml" <<-EOF
+	version = 3
+	root = "$w/root"
+	state = "$w/state"
+	[grpc]
+	  address = "$w/containerd.sock"
+	[plugins."io.containerd.cri.v1.runtime".cni]
+	  conf_dir = "$w/cni"
+	[plugins."io.containerd.nri.v1.nri"]
+	  socket_path = "$w/nri.sock"
+	EOF
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+	containerd --config "$w/config.toml" >"$w/log" 2>&1 &
+	pid=$!
+	for _ in $(seq 300); do
+		if grep -q 'pre-installed NRI plugin \\"[0-9]*-\{0,1\}loopfs\\" synchronization success' "$w/log"; then
+			rc=0
+			break
+		fi
+		sleep 0.1
+	done
+	pgrep -a -f /opt/nri/plugins/50-loopfs | sed 's/^/# running: /'
+	kill "$pid" && wait "$pid"
+	grep -i 'nri\|level=warn\|level=error' "$w/log" | cut -c 1-300
+	rm -rf "$w"
+	return "$rc"
+}
+cv=$(containerd --version 2>/dev/null | awk '{ print $3 }')
+case $cv in
+"")
+	tap OK "containerd starts the pre-installed NRI plugin # SKIP no containerd in the release's userland" ;;
+v1.* | 1.*)
+	tap OK "containerd starts the pre-installed NRI plugin # SKIP containerd $cv has NRI off by default" ;;
+*)
+	if preinstalled_plugin >"$log" 2>&1; then
+		sed 's/^/# /' "$log"
+		tap OK "containerd $cv starts the NRI plugin loopfs-nri installed as /opt/nri/plugins/50-loopfs"
+	else
+		tap FAIL "containerd $cv starts the NRI plugin loopfs-nri installed as /opt/nri/plugins/50-loopfs" "$log"
+	fi
+	;;
+esac
 [ "$tap_failed" -eq 0 ]

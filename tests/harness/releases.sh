@@ -39,10 +39,12 @@ root_pkgs=("${userland_pkgs[@]}" gcc make libc6-dev sparse)
 
 # The newest release's root also builds the Go programs (build-go.sh: the
 # NRI plugin against Debian's NRI library, the Kubernetes suite's CRI
-# client) and its guests run containerd with NRI for that suite.
+# client), the loopfs-nri package (build-nri-deb.sh), and its guests run
+# containerd with NRI for that suite.
 # The CRI client takes the CRI API the NRI library depends on (sid's
 # golang-k8s-cri-api-dev, a later one, breaks it).
 go_pkgs=(golang-go golang-github-containerd-nri-dev golang-google-grpc-dev
+	golang-gopkg-yaml.v3-dev build-essential debhelper
 	containerd containernetworking-plugins)
 
 # release_pkgs RELEASE: root_pkgs as RELEASE names them.  bullseye's
