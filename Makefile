@@ -14,6 +14,7 @@
 #   make dkms-install | dkms-remove
 #   make dkms-tree DKMS_TREE=<dir> the DKMS source tree, copied into <dir>
 #   make deb                       loopfs-dkms, loopfs-tools and loopfs-nri .debs in .build/deb/
+#   make nri-image                 the NRI plugin's OCI image for the DaemonSet, in .build/go/
 #   make clean
 
 .DEFAULT_GOAL := all
@@ -36,7 +37,7 @@ MODULE_SRCS = Kbuild compat.mk $(filter-out %.mod.c,$(wildcard *.c *.h))
 DKMS_FILES = Makefile dkms.conf $(MODULE_SRCS)
 
 .PHONY: all modules modules-all tests-build tools-build deps check soak demo lint clean \
-	dkms-install dkms-remove dkms-tree deb version
+	dkms-install dkms-remove dkms-tree deb nri-image version
 
 all: modules
 
@@ -178,6 +179,14 @@ dkms-tree:
 	@test -n "$(DKMS_TREE)" || { echo "dkms-tree: set DKMS_TREE=<dir>"; exit 1; }
 	install -d $(DKMS_TREE)
 	install -p -m 0644 $(DKMS_FILES) $(DKMS_TREE)/
+
+# The image deploy/kubernetes/loopfs-nri.yaml runs, localhost/loopfs-nri:<v>,
+# as an OCI archive that `ctr -n k8s.io images import` takes; built with the
+# plugin in the newest release's root, whose Go and NRI library it needs.
+nri-image:
+	@$(HARNESS)/build-go.sh
+	@test -f $(BUILD)/go/loopfs-nri.oci.tar
+	@echo "make nri-image: $(BUILD)/go/loopfs-nri.oci.tar (localhost/loopfs-nri:$(VERSION))"
 
 # --- Debian packages ---------------------------------------------------------
 

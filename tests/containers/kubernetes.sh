@@ -3,13 +3,15 @@
 # A Kubernetes node: containerd (2.x, NRI on) driven through its CRI socket
 # the way the kubelet drives it (tests/containers/cri: pods, containers,
 # exec, stop, remove), with the loopfs NRI plugin (tools/nri) installed in
-# containerd's plugin directory, which containerd starts itself. A pod
+# containerd's plugin directory, which containerd starts itself, then run
+# by hand and last as the DaemonSet of deploy/kubernetes runs it. A pod
 # annotated loopfs.io/instance=true gets an instance in each container,
 # through the OCI hook the plugin adds. Images are made from the tree (a
 # static busybox for the pause container; the guest's /usr and /etc
 # mounted read-only for the others, as hostPath volumes would be), host
-# networking, containerd's state on tmpfs. Runs as root in a guest whose
-# release packages containerd 2 (the newest); elsewhere it says why not.
+# networking but for the pods that need their own (a bridge), containerd's
+# state on tmpfs. Runs as root in a guest whose release packages
+# containerd 2 (the newest); elsewhere it says why not.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
@@ -57,7 +59,6 @@ state = "$w/state"
   conf_dir = "$w/cni/conf.d"
 [plugins."io.containerd.nri.v1.nri"]
   disable = false
-  socket_path = "$w/nri.sock"
   plugin_path = "$w/nri/plugins"
   plugin_config_path = "$w/nri/conf.d"
 EOF
@@ -90,6 +91,20 @@ setup() {
 	# CNI keeps its results in /var/lib/cni, which the guest's read-only
 	# root lacks: an empty /var/lib in this suite's mount namespace.
 	mount -t tmpfs tmpfs /var/lib
+	# NRI's socket where containerd puts it by default, which the
+	# DaemonSet binds into its pod: a directory of this suite's own.
+	mkdir -p /var/run/nri && mount -t tmpfs tmpfs /var/run/nri ||
+		fail "a directory for NRI's socket"
+	# The node as loopfs-tools leaves it: the OCI hook at
+	# /usr/libexec/loopfs/, where the plugin looks for it unless
+	# configured (the DaemonSet's plugin is not). The guest's root is
+	# read-only: a tmpfs over /usr/libexec that links back to what it held.
+	mkdir -p "$w/libexec"
+	mount --bind /usr/libexec "$w/libexec"
+	mount -t tmpfs tmpfs /usr/libexec
+	ln -s "$w/libexec"/* /usr/libexec/
+	mkdir /usr/libexec/loopfs
+	ln -s "$hook" /usr/libexec/loopfs/loopfs-oci-hook
 	# The plugin as the package installs it, pointed at this tree's hook.
 	cp "$gobin/loopfs-nri" "$w/nri/plugins/10-loopfs"
 	printf '{"hook": "%s"}\n' "$hook" >"$w/nri/conf.d/10-loopfs.conf"
@@ -107,10 +122,10 @@ setup() {
 	EOF
 	start_containerd
 	cp /bin/busybox "$w/img/pause/busybox" || fail "no static busybox"
-	oci_image "$w/img/pause" "$pause" "$w/pause.tar" /busybox sleep 2147483647
+	"$src/tools/nri/oci-image.sh" "$w/img/pause" "$pause" "$w/pause.tar" /busybox sleep 2147483647
 	# /usr and /etc come from the guest, read-only.
 	rootfs_skeleton "$w/img/test"
-	oci_image "$w/img/test" "$image" "$w/test.tar" /bin/sleep 600
+	"$src/tools/nri/oci-image.sh" "$w/img/test" "$image" "$w/test.tar" /bin/sleep 600
 	ctr_k8s images import "$w/pause.tar" >/dev/null || fail "import the pause image"
 	ctr_k8s images import "$w/test.tar" >/dev/null || fail "import the test image"
 }
@@ -350,7 +365,7 @@ plugin_reconnects() {
 	expect_eq 0 "$(head -n 1 <<<"$out")" "loop nodes in the container"
 	remove_pod "$p" || fail "delete the pod"
 	n=$(grep -c 'connected and synchronized' "$w/containerd.log" || true)
-	"$gobin/loopfs-nri" -socket "$w/nri.sock" -idx 10 -hook "$hook" \
+	"$gobin/loopfs-nri" -idx 10 -hook "$hook" \
 		>>"$w/plugin.log" 2>&1 &
 	echo $! >"$w/plugin.pid"
 	wait_log 'connected and synchronized' "$n" || {
@@ -364,16 +379,33 @@ plugin_reconnects() {
 	remove_pod "$p" || fail "delete the pod"
 }
 
-# Ten pods made and deleted one after the other leave nothing behind.
+# Ten pods made side by side, each binding a device, then deleted side by
+# side, leave nothing behind: no device, pod, or process that still sees
+# an instance.
 many_pods() {
-	local i p c disks
+	local i disks pids=()
 	disks=$(loopfs_disks | wc -l)
 	for ((i = 0; i < 10; i++)); do
-		p=$(pod "many-$i" -a loopfs.io/instance=true) || fail "pod $i"
-		c=$(container "$p" main) || fail "pod $i's container"
-		cri exec "$c" bash -c 'truncate -s 1M /tmp/i.img; losetup -f /tmp/i.img' ||
-			fail "pod $i binds a device"
-		remove_pod "$p" || fail "delete pod $i"
+		(
+			p=$(pod "many-$i" -a loopfs.io/instance=true) || fail "pod $i"
+			c=$(container "$p" main) || fail "pod $i's container"
+			cri exec "$c" bash -c 'truncate -s 1M /tmp/i.img; losetup -f /tmp/i.img' ||
+				fail "pod $i binds a device"
+			echo "$p" >"$w/many-$i"
+		) &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || fail "pod $i"
+	done
+	expect_eq $((disks + 10)) "$(loopfs_disks | wc -l)" "disks while the ten pods run"
+	pids=()
+	for ((i = 0; i < 10; i++)); do
+		remove_pod "$(cat "$w/many-$i")" &
+		pids+=($!)
+	done
+	for i in "${!pids[@]}"; do
+		wait "${pids[$i]}" || fail "delete pod $i"
 	done
 	wait_for_disks "$disks" || fail "devices left: $(loopfs_disks | tr '\n' ' ')"
 	expect_eq "" "$(cri pods)" "pods left"
@@ -381,7 +413,43 @@ many_pods() {
 		"processes that still see a loopfs mount"
 }
 
-tap_plan 12
+# The DaemonSet as deploy/kubernetes writes it: its pod run on this node
+# as the kubelet runs it (cri daemonset reads the manifest strictly), on
+# the image the tree builds (build-go.sh), connected to the node's NRI
+# socket through its hostPath volume, in place of the plugin run by hand.
+daemonset_plugin() {
+	local ds=$src/deploy/kubernetes/loopfs-nri.yaml ver n ids dp dc pid p c
+	ver=$(make -s --no-print-directory -C "$src" version)
+	grep -qxF "          image: localhost/loopfs-nri:$ver" "$ds" ||
+		fail "the manifest's image is not localhost/loopfs-nri:$ver, which the tree builds"
+	ctr_k8s images import "$gobin/loopfs-nri.oci.tar" >/dev/null ||
+		fail "import the plugin's image"
+	n=$(grep -c 'connection to plugin .* closed' "$w/containerd.log" || true)
+	kill "$(cat "$w/plugin.pid")" || fail "no plugin run by hand"
+	: >"$w/plugin.pid"
+	wait_log 'connection to plugin .* closed' "$n" ||
+		fail "containerd did not see the plugin run by hand go"
+	n=$(grep -c 'connected and synchronized' "$w/containerd.log" || true)
+	ids=$(cri daemonset "$ds") || fail "the DaemonSet's pod"
+	read -r dp dc <<<"$ids"
+	wait_log 'connected and synchronized' "$n" ||
+		fail "the DaemonSet's plugin did not connect"
+	pid=$(cri pid "$dc") || fail "the plugin's pid"
+	expect_eq "0 0000000000000000" \
+		"$(awk '/^Uid:/ { u = $2 } /^CapEff:/ { c = $2 } END { print u, c }' "/proc/$pid/status")" \
+		"the plugin's uid and effective capabilities"
+	expect_eq ro "$(awk '$5 == "/" { split($6, o, ","); print o[1] }' "/proc/$pid/mountinfo")" \
+		"the plugin's root"
+	p=$(pod ds-user -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container"
+	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" \
+		"an instance from the DaemonSet's plugin"
+	remove_pod "$p" || fail "delete the pod"
+	remove_pod "$dp" || fail "delete the DaemonSet's pod"
+	expect_eq "" "$(cri pods)" "pods left"
+}
+
+tap_plan 13
 run_test "set-up: containerd with NRI starts the loopfs plugin; images imported" setup
 run_test "a pod without the annotation: no instance" no_annotation_no_instance
 run_test "an unprivileged pod's container: its instance, losetup -f, raw I/O, mkfs, losetup -D; deleting the pod leaves no device" unprivileged_pod
@@ -393,5 +461,6 @@ run_test "a pod with its own user namespace: the instance belongs to its root, l
 run_test "a pod whose container's init is SIGKILLed, then deleted: no device or mount left" killed_pod
 run_test "containerd restarted: the plugin runs again, new containers get their instance" containerd_restart
 run_test "the plugin gone: an annotated pod starts without an instance; connected again, the next container gets one" plugin_reconnects
-run_test "ten pods made and deleted: no device, pod or mount left" many_pods
+run_test "ten pods made side by side, each binding a device, and deleted side by side: no device, pod or mount left" many_pods
+run_test "the DaemonSet as deploy/kubernetes writes it, on the tree's image: the plugin runs as root with no capability and a read-only root, and gives a pod its instance" daemonset_plugin
 tap_done

@@ -4,7 +4,9 @@
 # proxy: GOPATH mode over /usr/share/gocode, nothing fetched), static
 # (CGO off), so that they run on every release: the NRI plugin
 # (tools/nri, shipped) and the CRI client of the Kubernetes suite
-# (tests/containers/cri) into OUT (default .build/go).  Go's build cache
+# (tests/containers/cri) into OUT (default .build/go), and the plugin's
+# image for the DaemonSet (deploy/kubernetes), localhost/loopfs-nri:VERSION,
+# as OUT/loopfs-nri.oci.tar (tools/nri/oci-image.sh).  Go's build cache
 # stays in the root (/var/cache/loopfs/go-build), so that a fresh clone
 # compiles only its own packages.  Does nothing, and says so, when that
 # root has no Go (releases.sh: go_pkgs).
@@ -35,3 +37,9 @@ in_root "$root" env GO111MODULE=off GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 
 		go build -o "$1/cri" ./cri
 		test -z "$(gofmt -l nri/ cri/)" || { gofmt -l nri/ cri/; echo "not gofmt-clean" >&2; exit 1; }
 	' sh "$out"
+ver=$(make -s --no-print-directory -C "$src" version)
+rm -rf "$out/image"
+mkdir -p "$out/image"
+cp "$out/loopfs-nri" "$out/image/"
+"$src/tools/nri/oci-image.sh" "$out/image" "localhost/loopfs-nri:$ver" \
+	"$out/loopfs-nri.oci.tar" /loopfs-nri

@@ -11,11 +11,14 @@
 //	cri exec [-timeout SECONDS] CONTAINER COMMAND...
 //	cri stopp|rmp POD
 //	cri pods | ps
+//	cri daemonset MANIFEST
 //
 // runp prints the pod's id and keeps its config under -state (the kubelet
 // passes it again with each container it creates); create prints the
 // container's id; exec prints the command's output and exits with its
-// status; a CRI error goes to stderr, exit status 1.
+// status; daemonset runs the pod a DaemonSet's manifest asks for on this
+// node and prints the pod's and its container's ids; a CRI error goes to
+// stderr, exit status 1.
 package main
 
 import (
@@ -109,6 +112,17 @@ func network(hostID int64) cri.NamespaceMode {
 	return cri.NamespaceMode_POD
 }
 
+// keep writes a pod's config under -state, for the containers made in it.
+func (c *client) keep(id string, cfg *cri.PodSandboxConfig) {
+	data, err := json.Marshal(cfg)
+	if err == nil {
+		err = os.WriteFile(c.configPath(id), data, 0o600)
+	}
+	if err != nil {
+		die("keeping pod %s's config: %v", id, err)
+	}
+}
+
 func (c *client) runp(ctx context.Context, args []string) {
 	fs := flag.NewFlagSet("runp", flag.ExitOnError)
 	name := fs.String("name", "", "the pod's name")
@@ -145,13 +159,7 @@ func (c *client) runp(ctx context.Context, args []string) {
 	if err != nil {
 		die("RunPodSandbox: %v", err)
 	}
-	data, err := json.Marshal(cfg)
-	if err == nil {
-		err = os.WriteFile(c.configPath(r.PodSandboxId), data, 0o600)
-	}
-	if err != nil {
-		die("keeping pod %s's config: %v", r.PodSandboxId, err)
-	}
+	c.keep(r.PodSandboxId, cfg)
 	fmt.Println(r.PodSandboxId)
 }
 
@@ -297,7 +305,7 @@ func main() {
 	state := flag.String("state", "/run/loopfs-cri", "where pod configs are kept")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		die("no command (runp, create, start, exec, pid, stop, rm, stopp, rmp, pods, ps)")
+		die("no command (runp, create, start, exec, pid, stop, rm, stopp, rmp, pods, ps, daemonset)")
 	}
 	if err := os.MkdirAll(*state, 0o700); err != nil {
 		die("%v", err)
@@ -327,6 +335,11 @@ func main() {
 		c.pid(ctx, args[0])
 	case "pods", "ps":
 		c.list(ctx, cmd == "pods")
+	case "daemonset":
+		if len(args) != 1 {
+			die("daemonset: one manifest")
+		}
+		c.daemonSet(ctx, args[0])
 	default:
 		if len(args) != 1 {
 			die("%s: one id", cmd)
