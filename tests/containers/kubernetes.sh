@@ -148,6 +148,16 @@ container() {
 	echo "$c"
 }
 
+# instance_in_new_pod NAME WHAT: an annotated pod NAME's container has its
+# instance (WHAT says when); the pod is deleted
+instance_in_new_pod() {
+	local p c
+	p=$(pod "$1" -a loopfs.io/instance=true) || fail "RunPodSandbox"
+	c=$(container "$p" main) || fail "a container"
+	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" "$2"
+	remove_pod "$p" || fail "delete the pod"
+}
+
 # remove_pod POD: as the kubelet deletes a pod
 remove_pod() {
 	cri stopp "$1" && cri rmp "$1"
@@ -323,17 +333,12 @@ killed_pod() {
 # containerd restarted (an upgrade, a crash): it starts the plugin again
 # from its directory, and new containers get their instance.
 containerd_restart() {
-	local p c
 	local pid
 	pid=$(cat "$w/containerd.pid")
 	kill "$pid" || fail "kill containerd"
 	while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
 	start_containerd
-	p=$(pod again -a loopfs.io/instance=true) || fail "RunPodSandbox"
-	c=$(container "$p" main) || fail "a container"
-	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" \
-		"an instance after the restart"
-	remove_pod "$p" || fail "delete the pod"
+	instance_in_new_pod again "an instance after the restart"
 }
 
 # wait_log PATTERN N: until containerd's log has more than N lines
@@ -372,11 +377,7 @@ plugin_reconnects() {
 		tail -n 5 "$w/plugin.log"
 		fail "the plugin did not connect"
 	}
-	p=$(pod back -a loopfs.io/instance=true) || fail "RunPodSandbox"
-	c=$(container "$p" main) || fail "a container"
-	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" \
-		"an instance once the plugin is back"
-	remove_pod "$p" || fail "delete the pod"
+	instance_in_new_pod back "an instance once the plugin is back"
 }
 
 # Ten pods made side by side, each binding a device, then deleted side by
@@ -418,7 +419,7 @@ many_pods() {
 # the image the tree builds (build-go.sh), connected to the node's NRI
 # socket through its hostPath volume, in place of the plugin run by hand.
 daemonset_plugin() {
-	local ds=$src/deploy/kubernetes/loopfs-nri.yaml ver n ids dp dc pid p c
+	local ds=$src/deploy/kubernetes/loopfs-nri.yaml ver n ids dp dc pid
 	ver=$(make -s --no-print-directory -C "$src" version)
 	grep -qxF "          image: localhost/loopfs-nri:$ver" "$ds" ||
 		fail "the manifest's image is not localhost/loopfs-nri:$ver, which the tree builds"
@@ -440,11 +441,7 @@ daemonset_plugin() {
 		"the plugin's uid and effective capabilities"
 	expect_eq ro "$(awk '$5 == "/" { split($6, o, ","); print o[1] }' "/proc/$pid/mountinfo")" \
 		"the plugin's root"
-	p=$(pod ds-user -a loopfs.io/instance=true) || fail "RunPodSandbox"
-	c=$(container "$p" main) || fail "a container"
-	expect_eq loopfs/loop-control "$(cri exec "$c" readlink /dev/loop-control)" \
-		"an instance from the DaemonSet's plugin"
-	remove_pod "$p" || fail "delete the pod"
+	instance_in_new_pod ds-user "an instance from the DaemonSet's plugin"
 	remove_pod "$dp" || fail "delete the DaemonSet's pod"
 	expect_eq "" "$(cri pods)" "pods left"
 }
