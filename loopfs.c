@@ -8,9 +8,10 @@
  * namespaces, and go away with the instance. The block devices themselves
  * are served by loop_shim.c.
  *
- * Every instance also has a directory "block" mirroring /sys/block for its
+ * Every instance also has views of /sys/block and /sys/dev/block for its
  * own devices under their instance names, for a container to bind over
- * /sys/block.
+ * its own (loopfs_views.c), and announces its devices in the mounter's
+ * network namespace where the kernel does not (loopfs_uevent.c).
  *
  * The steps whose failure has an unwind of its own are marked
  * ALLOW_ERROR_INJECTION (and kept out of line), so that a kernel with
@@ -38,7 +39,6 @@
 #include <linux/blkpg.h>
 #include <linux/capability.h>
 #include <linux/cgroup.h>
-#include <linux/cred.h>
 #include <linux/ctype.h>
 #include <linux/error-injection.h>
 #include <linux/fs.h>
@@ -48,9 +48,6 @@
 #include <linux/idr.h>
 #include <linux/loop.h>
 #include <linux/namei.h>
-#include <linux/net.h>
-#include <linux/netlink.h>
-#include <linux/nsproxy.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
@@ -88,7 +85,7 @@ static void loopfs_instance_free(struct kref *ref)
 	kfree(inst);
 }
 
-static void loopfs_instance_put(struct loopfs_instance *inst)
+void loopfs_instance_put(struct loopfs_instance *inst)
 {
 	kref_put(&inst->ref, loopfs_instance_free);
 }
@@ -128,172 +125,6 @@ static struct super_block *loopfs_grab_sb(struct loopfs_instance *inst,
 		sb = NULL;
 	mutex_unlock(&inst->lock);
 	return sb;
-}
-
-/*
- * Where device @index, or its partition @partno (0: the disk), is in the
- * view of /sys/block: "block/loop<N>[/loop<N>p<M>]", relative to /sys once
- * the view is bound over /sys/block.
- */
-static void loopfs_view_path(char *buf, size_t len, int index, int partno)
-{
-	int n = snprintf(buf, len, LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT, index);
-
-	if (partno)
-		snprintf(buf + n, len - n, "/" LOOPFS_PART_NODE_FMT, index,
-			 partno);
-}
-
-/* ---- uevents in the mounter's network namespace ---- */
-
-/*
- * The kernel sends a disk's uevents only to network namespaces owned by
- * the initial user namespace, under the host's names. A container whose
- * network namespace belongs to its own user namespace hears of its
- * devices from loopfs instead: each disk and partition node the instance
- * gains or loses is announced there under the instance's names, DEVPATH
- * under the view of /sys/block (/block/loop<N>[/loop<N>p<M>]). The kernel
- * relays to a namespace's listeners what a holder of CAP_SYS_ADMIN over
- * its owner sends it on a uevent socket of the namespace; uevent_work
- * sends them, in order, with a kernel worker's rights.
- */
-struct loopfs_uevent {
-	struct list_head node;
-	int len;
-	char msg[];			/* "action@devpath\0KEY=value\0..." */
-};
-
-#define LOOPFS_UEVENT_MAX	256
-
-/* Append "@fmt..." and its NUL to @ev's message. */
-static __printf(2, 3) void loopfs_uevent_var(struct loopfs_uevent *ev,
-					     const char *fmt, ...)
-{
-	va_list args;
-	int n;
-
-	va_start(args, fmt);
-	n = vscnprintf(ev->msg + ev->len, LOOPFS_UEVENT_MAX - ev->len, fmt,
-		       args);
-	va_end(args);
-	ev->len = min(ev->len + n + 1, LOOPFS_UEVENT_MAX);
-}
-
-/*
- * A tenant picks when events happen, by adding and removing its devices and
- * partitions as fast as it likes: each instance sends at most
- * container_uevent_rate a second and drops the rest, so the listeners of
- * the namespace, and the memory of the queue, see a bounded rate. Devices
- * need charges, so a tenant's instances that can send at all are bounded
- * too.
- */
-static unsigned int container_uevent_rate = 256;
-module_param(container_uevent_rate, uint, 0644);
-MODULE_PARM_DESC(container_uevent_rate,
-		 "Uevents a second each instance announces in its mounter's network namespace; the rest are dropped (default: 256)");
-
-static bool loopfs_uevent_allowed(struct loopfs_instance *inst)
-{
-	bool allowed;
-
-	spin_lock(&inst->uevent_lock);
-	if (time_after(jiffies, inst->uevent_window + HZ)) {
-		inst->uevent_window = jiffies;
-		inst->uevents_in_window = 0;
-	}
-	allowed = inst->uevents_in_window < READ_ONCE(container_uevent_rate);
-	if (allowed)
-		inst->uevents_in_window++;
-	spin_unlock(&inst->uevent_lock);
-	return allowed;
-}
-
-static void loopfs_uevent(struct loopfs_instance *inst, const char *action,
-			  int index, int partno, dev_t devt)
-{
-	struct loopfs_uevent *ev;
-	char path[48] = "/";
-	const char *name;
-
-	if (!inst->net || !loopfs_uevent_allowed(inst))
-		return;
-	ev = kmalloc(sizeof(*ev) + LOOPFS_UEVENT_MAX, GFP_KERNEL);
-	if (!ev)
-		return;
-	loopfs_view_path(path + 1, sizeof(path) - 1, index, partno);
-	name = strrchr(path, '/') + 1;
-	ev->len = 0;
-	loopfs_uevent_var(ev, "%s@%s", action, path);
-	loopfs_uevent_var(ev, "ACTION=%s", action);
-	loopfs_uevent_var(ev, "DEVPATH=%s", path);
-	loopfs_uevent_var(ev, "SUBSYSTEM=block");
-	loopfs_uevent_var(ev, "MAJOR=%u", MAJOR(devt));
-	loopfs_uevent_var(ev, "MINOR=%u", MINOR(devt));
-	loopfs_uevent_var(ev, "DEVNAME=%s", name);
-	loopfs_uevent_var(ev, "DEVTYPE=%s", partno ? "partition" : "disk");
-	if (partno)
-		loopfs_uevent_var(ev, "PARTN=%d", partno);
-	spin_lock(&inst->uevent_lock);
-	list_add_tail(&ev->node, &inst->uevents);
-	spin_unlock(&inst->uevent_lock);
-	kref_get(&inst->ref);
-	if (!queue_work(loopfs_wq, &inst->uevent_work))
-		loopfs_instance_put(inst);
-}
-
-/* Hand @ev to the kernel on @sock, a uevent socket of the namespace. */
-static void loopfs_uevent_send(struct socket *sock, struct loopfs_uevent *ev)
-{
-	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-	struct nlmsghdr hdr = {
-		.nlmsg_len	= NLMSG_LENGTH(ev->len),
-		.nlmsg_type	= NLMSG_MIN_TYPE,
-		.nlmsg_flags	= NLM_F_REQUEST,
-	};
-	struct kvec iov[] = {
-		{ .iov_base = &hdr, .iov_len = NLMSG_HDRLEN },
-		{ .iov_base = ev->msg, .iov_len = ev->len },
-	};
-	struct msghdr msg = {
-		.msg_name	= &kernel,
-		.msg_namelen	= sizeof(kernel),
-	};
-
-	kernel_sendmsg(sock, &msg, iov, ARRAY_SIZE(iov),
-		       NLMSG_HDRLEN + ev->len);
-}
-
-static void loopfs_uevent_workfn(struct work_struct *work)
-{
-	struct loopfs_instance *inst =
-		container_of(work, struct loopfs_instance, uevent_work);
-	struct loopfs_uevent *ev, *next;
-	struct socket *sock = NULL;
-	struct file *file = NULL;
-	LIST_HEAD(list);
-
-	spin_lock(&inst->uevent_lock);
-	list_splice_init(&inst->uevents, &list);
-	spin_unlock(&inst->uevent_lock);
-	/*
-	 * The kernel checks the sender's rights through the socket's file:
-	 * this worker's, which hold CAP_SYS_ADMIN over every namespace.
-	 */
-	if (!list_empty(&list) &&
-	    !sock_create_kern(inst->net, AF_NETLINK, SOCK_RAW,
-			      NETLINK_KOBJECT_UEVENT, &sock)) {
-		file = sock_alloc_file(sock, 0, NULL);
-		if (IS_ERR(file))
-			file = NULL;
-	}
-	list_for_each_entry_safe(ev, next, &list, node) {
-		if (file)
-			loopfs_uevent_send(sock, ev);
-		kfree(ev);
-	}
-	if (file)
-		fput(file);
-	loopfs_instance_put(inst);
 }
 
 /* ---- nodes ---- */
@@ -388,7 +219,7 @@ static int loopfs_blk_fops_init(void)
 }
 
 /* An inode of the instance, owned by the instance's root. */
-static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
+struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
 {
 	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct inode *inode = new_inode(sb);
@@ -409,8 +240,8 @@ static struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode)
  * new entry, valid as long as it stays in @dir (the caller holds no
  * reference), or an ERR_PTR() after dropping the inode.
  */
-static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
-				       struct inode *inode)
+struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
+				struct inode *inode)
 {
 	struct dentry *dentry;
 
@@ -446,7 +277,7 @@ static struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
  * entries are its own to drop (the views make none persistent). Returns
  * whether @name was there.
  */
-static bool loopfs_remove_entry(struct dentry *dir, const char *name)
+bool loopfs_remove_entry(struct dentry *dir, const char *name)
 {
 	struct dentry *dentry;
 	bool found;
@@ -789,459 +620,6 @@ static const struct loop_dev_ops loopfs_device_ops = {
 	.uncharge		= loopfs_uncharge_dev,
 };
 
-/* ---- the /sys/block and /sys/dev/block views ---- */
-
-/*
- * The view of /sys/block holds a directory per device, loop<N>, made and
- * removed with the device under instance->lock. Its inode lock is taken
- * last, and as I_MUTEX_CHILD: the root directory's inode lock, of the same
- * lockdep class, is held too.
- *
- * A loop<N> directory stands for the disk's sysfs directory, whose entries
- * it looks up and lists in sysfs each time: which attributes a disk has
- * depends on the kernel and on the disk's state, and its partitions come
- * and go. It lists each entry as a symlink into the disk's directory, a
- * partition under the name of its node. sysfs is reached through a mount
- * of the module's own: the caller's /sys may be missing, or a container's
- * view.
- */
-static struct vfsmount *loopfs_sysfs;
-
-static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
-			 struct dentry *dentry, umode_t mode, bool excl);
-COMPAT_IOP_CREATE(loopfs_create)
-static const struct inode_operations loopfs_disk_dir_iops;
-static const struct file_operations loopfs_disk_dir_fops;
-
-static void loopfs_lock_view(struct loopfs_instance *inst)
-{
-	lockdep_assert_held(&inst->lock);
-	inode_lock_nested(d_inode(inst->view), I_MUTEX_CHILD);
-}
-
-static void loopfs_unlock_view(struct loopfs_instance *inst)
-{
-	inode_unlock(d_inode(inst->view));
-}
-
-/* A directory of the instance that nobody can change, nlink as usual. */
-static struct inode *loopfs_new_dir(struct super_block *sb,
-				    const struct inode_operations *iops,
-				    const struct file_operations *fops)
-{
-	struct inode *inode = loopfs_new_inode(sb, S_IFDIR | 0555);
-
-	if (!inode)
-		return NULL;
-	inode->i_op = iops;
-	inode->i_fop = fops;
-	set_nlink(inode, 2);
-	return inode;
-}
-
-/* loopfs_add_entry() for directory @inode, which links back to @dir. */
-static struct dentry *loopfs_add_dir(struct dentry *dir, const char *name,
-				     struct inode *inode)
-{
-	struct dentry *dentry = loopfs_add_entry(dir, name, inode);
-
-	if (!IS_ERR(dentry))
-		inc_nlink(d_inode(dir));
-	return dentry;
-}
-
-/* A symlink of the instance to @fmt..., NULL when out of memory. */
-static __printf(2, 3) struct inode *loopfs_new_symlink(struct super_block *sb,
-						       const char *fmt, ...)
-{
-	struct inode *inode = loopfs_new_inode(sb, S_IFLNK | 0777);
-	va_list args;
-
-	if (!inode)
-		return NULL;
-	va_start(args, fmt);
-	/* Freed with the inode, after RCU path walks are done with it. */
-	inode->i_link = kvasprintf(GFP_KERNEL, fmt, args);
-	va_end(args);
-	if (!inode->i_link) {
-		iput(inode);
-		return NULL;
-	}
-	inode->i_op = &simple_symlink_inode_operations;
-	return inode;
-}
-
-static noinline int loopfs_add_view_dir(struct loopfs_instance *inst,
-					int index)
-{
-	struct dentry *dentry;
-	struct inode *inode;
-	char name[32];
-
-	inode = loopfs_new_dir(inst->sb, &loopfs_disk_dir_iops,
-			       &loopfs_disk_dir_fops);
-	if (!inode)
-		return -ENOMEM;
-	inode->i_private = (void *)(long)index;
-	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
-	loopfs_lock_view(inst);
-	dentry = loopfs_add_dir(inst->view, name, inode);
-	loopfs_unlock_view(inst);
-	return PTR_ERR_OR_ZERO(dentry);
-}
-
-ALLOW_ERROR_INJECTION(loopfs_add_view_dir, ERRNO);
-
-static void loopfs_remove_view_dir(struct loopfs_instance *inst, int index)
-{
-	char name[32];
-
-	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
-	loopfs_lock_view(inst);
-	if (loopfs_remove_entry(inst->view, name))
-		drop_nlink(d_inode(inst->view));
-	loopfs_unlock_view(inst);
-}
-
-/* A loop<N> directory of the view: its index. */
-static int loopfs_disk_dir_index(struct inode *dir)
-{
-	return (int)(long)dir->i_private;
-}
-
-/* A loop<N> directory of the view: the disk's host name. */
-static void loopfs_disk_dir_disk(struct inode *dir, char *buf, size_t len)
-{
-	snprintf(buf, len, LOOPFS_DISK_FMT, loopfs_sb(dir->i_sb)->id,
-		 loopfs_disk_dir_index(dir));
-}
-
-/* A loop<N> directory of the view: the disk's sysfs directory's path. */
-static void loopfs_disk_dir_path(struct inode *dir, char *buf, size_t len)
-{
-	snprintf(buf, len, LOOPFS_SYSFS_DISK_FMT, loopfs_sb(dir->i_sb)->id,
-		 loopfs_disk_dir_index(dir));
-}
-
-/*
- * The length of @name's host disk name prefix when @name, @len bytes, is
- * a partition of @disk (@disk "p" digits), else 0.
- */
-static size_t loopfs_host_part(const char *disk, const char *name, int len)
-{
-	size_t n = strlen(disk);
-	int i;
-
-	if (len <= n + 1 || memcmp(name, disk, n) || name[n] != 'p')
-		return 0;
-	for (i = n + 1; i < len; i++)
-		if (!isdigit(name[i]))
-			return 0;
-	return n;
-}
-
-/*
- * The entry of the disk's sysfs directory that @name of a loop<N>
- * directory stands for: the host name of partition loop<N>p<M>, @name
- * itself for everything else, NULL for the host names of partitions.
- */
-static const char *loopfs_disk_entry(struct inode *dir, const char *name,
-				     char *buf, size_t len)
-{
-	char disk[32];
-	size_t n;
-
-	loopfs_disk_dir_disk(dir, disk, sizeof(disk));
-	if (loopfs_host_part(disk, name, strlen(name)))
-		return NULL;
-	snprintf(buf, len, LOOPFS_NODE_FMT, loopfs_disk_dir_index(dir));
-	n = loopfs_host_part(buf, name, strlen(name));
-	if (!n)
-		return name;
-	snprintf(buf, len, "%sp%s", disk, name + n + 1);
-	return buf;
-}
-
-static struct dentry *loopfs_disk_dir_lookup(struct inode *dir,
-					     struct dentry *dentry,
-					     unsigned int flags)
-{
-	char path[96], entry[48];
-	struct inode *inode = NULL;
-	const char *name;
-	struct file *found;
-	int len;
-
-	/* Its device is gone (maybe another holds the index by now). */
-	if (!dir->i_nlink)
-		return d_splice_alias(NULL, dentry);
-	name = loopfs_disk_entry(dir, dentry->d_name.name, entry, sizeof(entry));
-	if (!name)
-		return d_splice_alias(NULL, dentry);
-	loopfs_disk_dir_path(dir, path, sizeof(path));
-	len = strlen(path);
-	if (snprintf(path + len, sizeof(path) - len, "/%s", name) >=
-	    sizeof(path) - len)
-		return d_splice_alias(NULL, dentry);
-	/* Whether it is there; a symlink of sysfs (bdi, subsystem) too. */
-	found = file_open_root_mnt(loopfs_sysfs, path, O_PATH | O_NOFOLLOW, 0);
-	if (IS_ERR(found))
-		return d_splice_alias(NULL, dentry);
-	fput(found);
-	/* From loop<N> in /sys/block: ../.. is /sys. */
-	inode = loopfs_new_symlink(dir->i_sb, "../../%s", path);
-	if (!inode)
-		return ERR_PTR(-ENOMEM);
-	return d_splice_alias(inode, dentry);
-}
-
-struct loopfs_disk_dir_ctx {
-	struct dir_context ctx;		/* of the sysfs directory */
-	struct dir_context *out;	/* of the caller's loop<N> */
-	const char *disk;
-	int index;
-	loff_t skip;			/* entries listed by earlier calls */
-};
-
-static bool loopfs_disk_dir_fill(struct dir_context *ctx, const char *name,
-				 int len, loff_t offset, u64 ino,
-				 unsigned int type)
-{
-	struct loopfs_disk_dir_ctx *dd =
-		container_of(ctx, struct loopfs_disk_dir_ctx, ctx);
-	char part[48];
-	size_t n;
-
-	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
-		return true;
-	if (dd->skip) {
-		dd->skip--;
-		return true;
-	}
-	n = loopfs_host_part(dd->disk, name, len);
-	if (n) {
-		len = snprintf(part, sizeof(part), LOOPFS_NODE_FMT "p%.*s",
-			       dd->index, (int)(len - n - 1), name + n + 1);
-		name = part;
-	}
-	if (!dir_emit(dd->out, name, len, ino, DT_LNK))
-		return false;
-	dd->out->pos++;
-	return true;
-}
-
-COMPAT_FILLDIR(loopfs_disk_dir_fill)
-
-static int loopfs_disk_dir_iterate(struct file *file, struct dir_context *ctx)
-{
-	struct inode *dir = file_inode(file);
-	struct loopfs_disk_dir_ctx dd = {
-		.ctx.actor = compat_filldir(loopfs_disk_dir_fill),
-		.out = ctx,
-		.index = loopfs_disk_dir_index(dir),
-	};
-	char path[64], disk[32];
-	struct file *sysfs_dir;
-	int err;
-
-	if (!dir_emit_dots(file, ctx) || !dir->i_nlink)
-		return 0;
-	dd.skip = ctx->pos - 2;
-	loopfs_disk_dir_disk(dir, disk, sizeof(disk));
-	dd.disk = disk;
-	loopfs_disk_dir_path(dir, path, sizeof(path));
-	sysfs_dir = file_open_root_mnt(loopfs_sysfs, path,
-				       O_RDONLY | O_DIRECTORY, 0);
-	/* The disk is going: nothing to list. */
-	if (IS_ERR(sysfs_dir))
-		return 0;
-	err = iterate_dir(sysfs_dir, &dd.ctx);
-	fput(sysfs_dir);
-	return err;
-}
-
-/* Nothing can be made or removed in a loop<N> directory, as in the view. */
-static const struct inode_operations loopfs_disk_dir_iops = {
-	.lookup	= loopfs_disk_dir_lookup,
-	.create	= compat_iop_create(loopfs_create),
-};
-
-static const struct file_operations loopfs_disk_dir_fops = {
-	.llseek		= generic_file_llseek,
-	.read		= generic_read_dir,
-	.iterate_shared	= loopfs_disk_dir_iterate,
-};
-
-/*
- * The view of /sys/dev/block lists the instance's disks and partitions by
- * device number, each time from the devices themselves.
- */
-struct loopfs_devt_walk {
-	/* Called under instance->lock; false stops the walk. */
-	bool (*fn)(struct loopfs_devt_walk *walk, dev_t devt, int index,
-		   int partno);
-};
-
-static int loopfs_walk_devts(struct loopfs_instance *inst,
-			     struct loopfs_devt_walk *walk)
-{
-	struct loopfs_device *dev;
-	unsigned long index;
-	dev_t *devts;
-	int last = 0, p;
-
-	devts = kcalloc(LOOP_DEV_MAX_PARTS, sizeof(*devts), GFP_KERNEL);
-	if (!devts)
-		return -ENOMEM;
-	if (mutex_lock_killable(&inst->lock)) {
-		kfree(devts);
-		return -EINTR;
-	}
-	xa_for_each(&inst->devices, index, dev) {
-		memset(devts, 0, LOOP_DEV_MAX_PARTS * sizeof(*devts));
-		last = loop_dev_partitions(dev->ldev, devts,
-					   LOOP_DEV_MAX_PARTS);
-		if (last < 0)
-			goto out;
-		devts[0] = loop_dev_devt(dev->ldev);
-		for (p = 0; p <= last; p++)
-			if (devts[p] && !walk->fn(walk, devts[p], index, p))
-				goto out;
-	}
-out:
-	mutex_unlock(&inst->lock);
-	kfree(devts);
-	return min(last, 0);
-}
-
-/* What "MAJ:MIN" in the view of /sys/dev/block points to. */
-static struct inode *loopfs_dev_view_symlink(struct super_block *sb,
-					     int index, int partno)
-{
-	char path[48];
-
-	/* From MAJ:MIN in /sys/dev/block: ../.. is /sys. */
-	loopfs_view_path(path, sizeof(path), index, partno);
-	return loopfs_new_symlink(sb, "../../%s", path);
-}
-
-struct loopfs_dev_find {
-	struct loopfs_devt_walk walk;
-	dev_t devt;
-	int index;
-	int partno;
-};
-
-static bool loopfs_dev_find_fn(struct loopfs_devt_walk *walk, dev_t devt,
-			       int index, int partno)
-{
-	struct loopfs_dev_find *find =
-		container_of(walk, struct loopfs_dev_find, walk);
-
-	if (devt != find->devt)
-		return true;
-	find->index = index;
-	find->partno = partno;
-	return false;
-}
-
-static struct dentry *loopfs_dev_view_lookup(struct inode *dir,
-					     struct dentry *dentry,
-					     unsigned int flags)
-{
-	struct loopfs_dev_find find = {
-		.walk.fn = loopfs_dev_find_fn,
-		.index = -1,
-	};
-	unsigned int major, minor;
-	struct inode *inode;
-	char name[24];
-	int err;
-
-	/* Only the canonical spelling, as sysfs has it. */
-	if (sscanf(dentry->d_name.name, "%u:%u", &major, &minor) != 2)
-		return d_splice_alias(NULL, dentry);
-	snprintf(name, sizeof(name), "%u:%u", major, minor);
-	if (strcmp(name, dentry->d_name.name) || major > MAJOR(~0U) ||
-	    minor > MINOR(~0U))
-		return d_splice_alias(NULL, dentry);
-	find.devt = MKDEV(major, minor);
-	err = loopfs_walk_devts(loopfs_sb(dir->i_sb), &find.walk);
-	if (err)
-		return ERR_PTR(err);
-	if (find.index < 0)
-		return d_splice_alias(NULL, dentry);
-	inode = loopfs_dev_view_symlink(dir->i_sb, find.index, find.partno);
-	if (!inode)
-		return ERR_PTR(-ENOMEM);
-	return d_splice_alias(inode, dentry);
-}
-
-struct loopfs_dev_list {
-	struct loopfs_devt_walk walk;
-	struct dir_context *ctx;
-	loff_t n;			/* entries walked, dots included */
-};
-
-static bool loopfs_dev_list_fn(struct loopfs_devt_walk *walk, dev_t devt,
-			       int index, int partno)
-{
-	struct loopfs_dev_list *list =
-		container_of(walk, struct loopfs_dev_list, walk);
-	char name[24];
-	int len;
-
-	/* Listed by an earlier call. */
-	if (list->n++ < list->ctx->pos)
-		return true;
-	len = snprintf(name, sizeof(name), "%u:%u", MAJOR(devt), MINOR(devt));
-	if (!dir_emit(list->ctx, name, len, 1, DT_LNK))
-		return false;
-	list->ctx->pos++;
-	return true;
-}
-
-static int loopfs_dev_view_iterate(struct file *file, struct dir_context *ctx)
-{
-	struct loopfs_dev_list list = {
-		.walk.fn = loopfs_dev_list_fn,
-		.ctx = ctx,
-		.n = 2,
-	};
-
-	if (!dir_emit_dots(file, ctx))
-		return 0;
-	return loopfs_walk_devts(loopfs_sb(file_inode(file)->i_sb),
-				 &list.walk);
-}
-
-static const struct inode_operations loopfs_dev_view_iops = {
-	.lookup	= loopfs_dev_view_lookup,
-	.create	= compat_iop_create(loopfs_create),
-};
-
-static const struct file_operations loopfs_dev_view_fops = {
-	.llseek		= generic_file_llseek,
-	.read		= generic_read_dir,
-	.iterate_shared	= loopfs_dev_view_iterate,
-};
-
-static int __init loopfs_views_init(void)
-{
-	struct file_system_type *sysfs = get_fs_type("sysfs");
-
-	/* sysfs is built in: no module reference to drop. */
-	if (!sysfs)
-		return -ENODEV;
-	loopfs_sysfs = kern_mount(sysfs);
-	return PTR_ERR_OR_ZERO(loopfs_sysfs);
-}
-
-static void loopfs_views_exit(void)
-{
-	kern_unmount(loopfs_sysfs);
-}
-
 /* ---- devices ---- */
 
 /* The node loop<N> and the view's loop<N>: both, or neither. */
@@ -1488,12 +866,17 @@ static int loopfs_unlink(struct inode *dir, struct dentry *dentry)
 	return simple_unlink(dir, dentry);
 }
 
-/* Only loopfs makes nodes here; the VFS says EACCES without ->create. */
-static int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
-			 struct dentry *dentry, umode_t mode, bool excl)
+/*
+ * Only loopfs makes nodes here, and in the views; the VFS says EACCES
+ * without ->create.
+ */
+int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
+		  struct dentry *dentry, umode_t mode, bool excl)
 {
 	return -EPERM;
 }
+
+COMPAT_IOP_CREATE(loopfs_create)
 
 /*
  * Partitions added or dropped where neither the driver nor a node of the
@@ -1522,15 +905,6 @@ static const struct inode_operations loopfs_dir_iops = {
 	.lookup	= simple_lookup,
 	.create	= compat_iop_create(loopfs_create),
 	.unlink	= loopfs_unlink,
-};
-
-/*
- * The view changes only with the devices: no ->unlink, ->mkdir, ->symlink,
- * ->rename (EPERM from the VFS) and a ->create that refuses alike.
- */
-static const struct inode_operations loopfs_view_iops = {
-	.lookup	= simple_lookup,
-	.create	= compat_iop_create(loopfs_create),
 };
 
 /* ---- superblock ---- */
@@ -1609,24 +983,6 @@ static int loopfs_parse_param(struct fs_context *fc, struct fs_parameter *param)
 	return 0;
 }
 
-/*
- * The network namespace the instance announces its devices in: the
- * mounter's, if the kernel sends it no disk uevents (its owner is not the
- * initial user namespace) and the mounter holds CAP_SYS_ADMIN over its
- * owner, as sending there from user space needs; else none. A user of a
- * container who makes a user namespace of its own, and mounts an instance
- * from it, has no say in what the container's listeners hear.
- */
-static struct net *loopfs_uevent_net(void)
-{
-	struct net *net = current->nsproxy->net_ns;
-
-	if (net->user_ns == &init_user_ns ||
-	    !ns_capable(net->user_ns, CAP_SYS_ADMIN))
-		return NULL;
-	return get_net(net);
-}
-
 static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 						   unsigned int max)
 {
@@ -1645,10 +1001,6 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	mutex_init(&inst->lock);
 	xa_init_flags(&inst->devices, XA_FLAGS_ALLOC);
 	INIT_WORK(&inst->sync_work, loopfs_sync_workfn);
-	spin_lock_init(&inst->uevent_lock);
-	INIT_LIST_HEAD(&inst->uevents);
-	inst->uevent_window = jiffies;
-	INIT_WORK(&inst->uevent_work, loopfs_uevent_workfn);
 	inst->max = max;
 	inst->mount_max = max;
 	inst->sb = sb;
@@ -1663,7 +1015,7 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 	inst->tenant = task_dfl_cgroup(current);
 	cgroup_get(inst->tenant);
 	rcu_read_unlock();
-	inst->net = loopfs_uevent_net();
+	loopfs_uevent_instance_init(inst);
 	inst->root_uid = make_kuid(ns, 0);
 	if (!uid_valid(inst->root_uid))
 		inst->root_uid = GLOBAL_ROOT_UID;
@@ -1672,31 +1024,6 @@ static struct loopfs_instance *loopfs_instance_new(struct super_block *sb,
 		inst->root_gid = GLOBAL_ROOT_GID;
 	return inst;
 }
-
-/* The empty views, read-only for everybody. */
-static noinline int loopfs_add_view(struct super_block *sb)
-{
-	struct loopfs_instance *inst = loopfs_sb(sb);
-	struct dentry *dentry;
-	struct inode *inode;
-
-	inode = loopfs_new_dir(sb, &loopfs_view_iops, &simple_dir_operations);
-	if (!inode)
-		return -ENOMEM;
-	dentry = loopfs_add_dir(sb->s_root, LOOPFS_VIEW_NAME, inode);
-	if (IS_ERR(dentry))
-		return PTR_ERR(dentry);
-	inst->view = dentry;
-
-	inode = loopfs_new_dir(sb, &loopfs_dev_view_iops,
-			       &loopfs_dev_view_fops);
-	if (!inode)
-		return -ENOMEM;
-	return PTR_ERR_OR_ZERO(loopfs_add_dir(sb->s_root,
-					      LOOPFS_DEV_VIEW_NAME, inode));
-}
-
-ALLOW_ERROR_INJECTION(loopfs_add_view, ERRNO);
 
 static int loopfs_fill_super(struct super_block *sb, struct fs_context *fc)
 {
@@ -1887,11 +1214,16 @@ static int __init loopfs_init(void)
 	err = loopfs_views_init();
 	if (err)
 		goto out_limits;
-	err = register_filesystem(&loopfs_fs_type);
+	err = loopfs_uevent_init();
 	if (err)
 		goto out_views;
+	err = register_filesystem(&loopfs_fs_type);
+	if (err)
+		goto out_uevent;
 	return 0;
 
+out_uevent:
+	loopfs_uevent_exit();
 out_views:
 	loopfs_views_exit();
 out_limits:
@@ -1911,6 +1243,7 @@ static void __exit loopfs_exit(void)
 	loopfs_views_exit();
 	/* Node syncs hold instance references that devices may need. */
 	flush_workqueue(loopfs_wq);
+	loopfs_uevent_exit();
 	loop_dev_exit();
 	loopfs_limits_exit();
 	unregister_chrdev_region(loopfs_ctl_devt, 1);

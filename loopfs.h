@@ -88,4 +88,149 @@ static inline struct loopfs_instance *loopfs_sb(const struct super_block *sb)
 	return sb->s_fs_info;
 }
 
+struct mnt_idmap;
+
+/*
+ * The filesystem's three files: loopfs.c (instances, nodes, loop-control,
+ * the superblock), loopfs_views.c (the views of /sys/block and
+ * /sys/dev/block) and loopfs_uevent.c (uevents in the mounter's network
+ * namespace). The views and the uevents serve loopfs.c, and call back only
+ * into the functions of loopfs.c below.
+ */
+
+/**
+ * loopfs_instance_put() - drop a reference on @inst, freeing it with the last
+ * @inst: the instance
+ */
+void loopfs_instance_put(struct loopfs_instance *inst);
+
+/**
+ * loopfs_new_inode() - a new inode of the instance, owned by its root
+ * @sb: the instance's superblock
+ * @mode: the inode's type and permissions
+ *
+ * Return: the inode, or NULL when out of memory.
+ */
+struct inode *loopfs_new_inode(struct super_block *sb, umode_t mode);
+
+/**
+ * loopfs_add_entry() - give @inode a name in @dir, as a creation would
+ * @dir: the directory, whose inode lock the caller holds
+ * @name: the name
+ * @inode: the inode, dropped on failure
+ *
+ * The entry stays in the dcache until it is removed or the superblock
+ * ends, and @dir's watchers hear of it.
+ *
+ * Return: the entry (the caller holds no reference), or an ERR_PTR():
+ * -EEXIST when @name is taken.
+ */
+struct dentry *loopfs_add_entry(struct dentry *dir, const char *name,
+				struct inode *inode);
+
+/**
+ * loopfs_remove_entry() - remove @name from @dir, as an unlink would
+ * @dir: the directory, whose inode lock the caller holds
+ * @name: the name
+ *
+ * Return: whether @name was there.
+ */
+bool loopfs_remove_entry(struct dentry *dir, const char *name);
+
+/**
+ * loopfs_create() - ->create of the instance's directories: always -EPERM
+ * @idmap: the mount's idmapping
+ * @dir: the directory
+ * @dentry: the name asked for
+ * @mode: the mode asked for
+ * @excl: O_EXCL
+ *
+ * Only loopfs makes entries in its directories. Without ->create the VFS
+ * would say EACCES, which reads as a permission a user could be given.
+ *
+ * Return: -EPERM.
+ */
+int loopfs_create(struct mnt_idmap *idmap, struct inode *dir,
+		  struct dentry *dentry, umode_t mode, bool excl);
+
+/**
+ * loopfs_views_init() - mount the module's own sysfs, which the views read
+ *
+ * Return: 0 or a negative errno.
+ */
+int loopfs_views_init(void);
+
+/** loopfs_views_exit() - undo loopfs_views_init() */
+void loopfs_views_exit(void);
+
+/**
+ * loopfs_add_view() - the empty views of a new instance's root directory
+ * @sb: the instance's superblock, its root directory locked
+ *
+ * Return: 0 or a negative errno; what was made goes with the superblock.
+ */
+int loopfs_add_view(struct super_block *sb);
+
+/**
+ * loopfs_add_view_dir() - the loop<N> directory of device @index in the view
+ * @inst: the instance, its lock held
+ * @index: the device's index
+ *
+ * Return: 0 or a negative errno.
+ */
+int loopfs_add_view_dir(struct loopfs_instance *inst, int index);
+
+/**
+ * loopfs_remove_view_dir() - remove device @index's loop<N> directory
+ * @inst: the instance, its lock held
+ * @index: the device's index
+ */
+void loopfs_remove_view_dir(struct loopfs_instance *inst, int index);
+
+/**
+ * loopfs_view_path() - where a device or partition is in the view
+ * @buf: the path's buffer
+ * @len: its size
+ * @index: the device's index
+ * @partno: the partition, 0 for the disk
+ *
+ * "block/loop<N>[/loop<N>p<M>]": relative to /sys once the view is bound
+ * over /sys/block.
+ */
+void loopfs_view_path(char *buf, size_t len, int index, int partno);
+
+/**
+ * loopfs_uevent_init() - the workqueue that sends the instances' uevents
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int loopfs_uevent_init(void);
+
+/** loopfs_uevent_exit() - send what is queued and undo loopfs_uevent_init() */
+void loopfs_uevent_exit(void);
+
+/**
+ * loopfs_uevent_instance_init() - the uevent state of a new instance
+ * @inst: the instance, made by the mounter, who is current
+ *
+ * The instance announces its devices in the mounter's network namespace
+ * when the kernel sends that namespace no disk uevents and the mounter
+ * holds CAP_SYS_ADMIN over its owner; else it announces nothing.
+ */
+void loopfs_uevent_instance_init(struct loopfs_instance *inst);
+
+/**
+ * loopfs_uevent() - announce a disk or partition of @inst
+ * @inst: the instance
+ * @action: "add" or "remove"
+ * @index: the device's index
+ * @partno: the partition, 0 for the disk
+ * @devt: its device number
+ *
+ * Queued and sent in order by a worker; dropped beyond the rate
+ * container_uevent_rate allows, or when out of memory.
+ */
+void loopfs_uevent(struct loopfs_instance *inst, const char *action, int index,
+		   int partno, dev_t devt);
+
 #endif /* LOOPFS_H */

@@ -16,7 +16,7 @@ src=$(cd "$here/../.." && pwd)
 out=$src/.build/lint
 tarball=/usr/src/linux-source-6.1.tar.xz
 tarball_612=/usr/src/linux-source-6.12.tar.xz
-sources=(loopfs.c loopfs_fs.c limits.c loopfs_limits.h loopfs.h loopfs_abi.h loop_shim.c loop_shim_io.c loop_shim_internal.h loop_shim.h compat.h)
+sources=(loopfs.c loopfs_fs.c loopfs_views.c loopfs_uevent.c limits.c loopfs_limits.h loopfs.h loopfs_abi.h loop_shim.c loop_shim_io.c loop_shim_internal.h loop_shim.h compat.h)
 mkdir -p "$out"
 
 echo "TAP version 13"
@@ -85,7 +85,7 @@ if [ ! -f "$kerneldoc" ] && ! tar -C "$out" -xf "$tarball_612" \
 	failed=$((failed + 1))
 	echo "not ok $n - kernel-doc -Wall finds nothing in the headers (no kernel-doc from $tarball_612)"
 else
-	(cd "$src" && perl "$kerneldoc" -none -Wall loop_shim.h loopfs_limits.h) >"$report" 2>&1
+	(cd "$src" && perl "$kerneldoc" -none -Wall loop_shim.h loopfs_limits.h loopfs.h) >"$report" 2>&1
 	rc=$?
 	if [ "$rc" -ne 0 ] || [ -s "$report" ]; then
 		sed 's/^/# /' "$report"
