@@ -352,7 +352,7 @@ static void loopfs_remove_part_node(struct super_block *sb,
 				    struct loopfs_device *dev, int partno)
 {
 	unsigned long ident;
-	char name[32];
+	char name[LOOPFS_NODE_NAME_SIZE];
 	dev_t devt;
 
 	snprintf(name, sizeof(name), LOOPFS_PART_NODE_FMT, dev->index, partno);
@@ -372,7 +372,7 @@ static bool loopfs_sync_partitions(struct super_block *sb,
 				   enum loopfs_wait wait)
 {
 	unsigned long ident, old;
-	char name[32];
+	char name[LOOPFS_NODE_NAME_SIZE];
 	dev_t *devts;
 	int last, p;
 
@@ -625,7 +625,7 @@ static const struct loop_dev_ops loopfs_device_ops = {
 /* The node loop<N> and the view's loop<N>: both, or neither. */
 static int loopfs_add_names(struct super_block *sb, struct loopfs_device *dev)
 {
-	char name[32];
+	char name[LOOPFS_NODE_NAME_SIZE];
 	int err;
 
 	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, dev->index);
@@ -731,7 +731,7 @@ static int __loopfs_remove_device(struct super_block *sb, int index, bool node)
 {
 	struct loopfs_instance *inst = loopfs_sb(sb);
 	struct loopfs_device *dev;
-	char name[32];
+	char name[LOOPFS_NODE_NAME_SIZE];
 	int err, p;
 
 	loopfs_assert_locked(sb);

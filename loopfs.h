@@ -22,6 +22,30 @@
 /* Indices per instance, as many as the in-tree driver has minors for. */
 #define LOOPFS_MAX_INDEX	(MINORMASK + 1)
 
+/*
+ * Buffer sizes for the names and paths loopfs prints, from the formats of
+ * loopfs_abi.h: the format's own size (its NUL and its conversions
+ * counted) and at most 11 characters for each number ("-2147483648").
+ */
+#define LOOPFS_FMT_SIZE(fmt, numbers)	(sizeof(fmt) + 11 * (numbers))
+/* loop<N> and loop<N>p<M>: the nodes and the view's entries */
+#define LOOPFS_NODE_NAME_SIZE	LOOPFS_FMT_SIZE(LOOPFS_PART_NODE_FMT, 2)
+/* loopfs<id>-<N>: a disk's host name */
+#define LOOPFS_DISK_NAME_SIZE	LOOPFS_FMT_SIZE(LOOPFS_DISK_FMT, 2)
+/* A disk's sysfs directory, relative to /sys */
+#define LOOPFS_SYSFS_DISK_SIZE	LOOPFS_FMT_SIZE(LOOPFS_SYSFS_DISK_FMT, 2)
+/*
+ * An entry of that directory: a partition's host name, loopfs<id>-<N>p<M>,
+ * is the longest (a disk's attributes have names under 20 characters).
+ */
+#define LOOPFS_SYSFS_ENTRY_SIZE	LOOPFS_FMT_SIZE(LOOPFS_DISK_FMT "p%d", 3)
+/* "/block/loop<N>[/loop<N>p<M>]": a device in the view of /sys/block */
+#define LOOPFS_VIEW_PATH_SIZE \
+	LOOPFS_FMT_SIZE("/" LOOPFS_VIEW_NAME "/" LOOPFS_NODE_FMT "/" \
+			LOOPFS_PART_NODE_FMT, 3)
+/* "MAJ:MIN": an entry of the view of /sys/dev/block */
+#define LOOPFS_DEVT_NAME_SIZE	LOOPFS_FMT_SIZE("%u:%u", 2)
+
 struct cgroup;
 struct dentry;
 struct loop_dev;

@@ -89,7 +89,7 @@ void loopfs_uevent(struct loopfs_instance *inst, const char *action, int index,
 		   int partno, dev_t devt)
 {
 	struct loopfs_uevent *ev;
-	char path[48] = "/";
+	char path[LOOPFS_VIEW_PATH_SIZE] = "/";
 	const char *name;
 
 	if (!inst->net || !loopfs_uevent_allowed(inst))

@@ -115,7 +115,7 @@ noinline int loopfs_add_view_dir(struct loopfs_instance *inst, int index)
 {
 	struct dentry *dentry;
 	struct inode *inode;
-	char name[32];
+	char name[LOOPFS_NODE_NAME_SIZE];
 
 	inode = loopfs_new_dir(inst->sb, &loopfs_disk_dir_iops,
 			       &loopfs_disk_dir_fops);
@@ -133,7 +133,7 @@ ALLOW_ERROR_INJECTION(loopfs_add_view_dir, ERRNO);
 
 void loopfs_remove_view_dir(struct loopfs_instance *inst, int index)
 {
-	char name[32];
+	char name[LOOPFS_NODE_NAME_SIZE];
 
 	snprintf(name, sizeof(name), LOOPFS_NODE_FMT, index);
 	loopfs_lock_view(inst);
@@ -187,7 +187,7 @@ static size_t loopfs_host_part(const char *disk, const char *name, int len)
 static const char *loopfs_disk_entry(struct inode *dir, const char *name,
 				     char *buf, size_t len)
 {
-	char disk[32];
+	char disk[LOOPFS_DISK_NAME_SIZE];
 	size_t n;
 
 	loopfs_disk_dir_disk(dir, disk, sizeof(disk));
@@ -205,7 +205,8 @@ static struct dentry *loopfs_disk_dir_lookup(struct inode *dir,
 					     struct dentry *dentry,
 					     unsigned int flags)
 {
-	char path[96], entry[48];
+	char path[LOOPFS_SYSFS_DISK_SIZE + LOOPFS_SYSFS_ENTRY_SIZE];
+	char entry[LOOPFS_SYSFS_ENTRY_SIZE];
 	struct inode *inode = NULL;
 	const char *name;
 	struct file *found;
@@ -248,7 +249,7 @@ static bool loopfs_disk_dir_fill(struct dir_context *ctx, const char *name,
 {
 	struct loopfs_disk_dir_ctx *dd =
 		container_of(ctx, struct loopfs_disk_dir_ctx, ctx);
-	char part[48];
+	char part[LOOPFS_NODE_NAME_SIZE];
 	size_t n;
 
 	if (name[0] == '.' && (len == 1 || (len == 2 && name[1] == '.')))
@@ -279,7 +280,7 @@ static int loopfs_disk_dir_iterate(struct file *file, struct dir_context *ctx)
 		.out = ctx,
 		.index = loopfs_disk_dir_index(dir),
 	};
-	char path[64], disk[32];
+	char path[LOOPFS_SYSFS_DISK_SIZE], disk[LOOPFS_DISK_NAME_SIZE];
 	struct file *sysfs_dir;
 	int err;
 
@@ -353,7 +354,7 @@ out:
 static struct inode *loopfs_dev_view_symlink(struct super_block *sb,
 					     int index, int partno)
 {
-	char path[48];
+	char path[LOOPFS_VIEW_PATH_SIZE];
 
 	/* From MAJ:MIN in /sys/dev/block: ../.. is /sys. */
 	loopfs_view_path(path, sizeof(path), index, partno);
@@ -390,7 +391,7 @@ static struct dentry *loopfs_dev_view_lookup(struct inode *dir,
 	};
 	unsigned int major, minor;
 	struct inode *inode;
-	char name[24];
+	char name[LOOPFS_DEVT_NAME_SIZE];
 	int err;
 
 	/* Only the canonical spelling, as sysfs has it. */
@@ -423,7 +424,7 @@ static bool loopfs_dev_list_fn(struct loopfs_devt_walk *walk, dev_t devt,
 {
 	struct loopfs_dev_list *list =
 		container_of(walk, struct loopfs_dev_list, walk);
-	char name[24];
+	char name[LOOPFS_DEVT_NAME_SIZE];
 	int len;
 
 	/* Listed by an earlier call. */
