@@ -10,7 +10,8 @@
 # or be absorbed. Then the same for loopfs's own steps that can fail
 # (marked ALLOW_ERROR_INJECTION, failed through fail_function with EIO):
 # each must fail its call with EIO. Either way the failure must leave
-# nothing half made (the call then works and is undone) and log no WARNING
+# nothing half made (the next call gets further, the last one, with
+# nothing injected, works and is undone) and log no WARNING
 # or other kernel problem; the kmemleak scan that ends check-debug finds
 # what the error paths leaked, and its rmmod what they left pinned.  A
 # failed allocation made without __GFP_NOWARN (a vmalloc, say) reports
