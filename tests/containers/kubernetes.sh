@@ -78,7 +78,7 @@ start_containerd() {
 
 setup() {
 	local v
-	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+	cgroup2_with_controllers || fail "cgroup2 with the memory, cpu and pids controllers"
 	command -v containerd >/dev/null || fail "containerd is not installed"
 	[ -x "$gobin/cri" ] && [ -x "$gobin/loopfs-nri" ] ||
 		fail "no $gobin/cri or loopfs-nri (tests/harness/build-go.sh)"

@@ -28,6 +28,24 @@ make_rootfs() {
 	mount -o remount,bind,ro "$1/etc"
 }
 
+# cgroup2_with_controllers: cgroup2 at /sys/fs/cgroup, with a first child
+# that has the controllers container runtimes enable. The first memory and
+# cpu cgroups switch static keys of the page allocator and the scheduler,
+# which the kernel patches with int3 text poking; QEMU's TCG does not
+# reliably handle that while another vCPU runs the patched code, and a
+# runtime's first cgroup, made while its daemon ran, killed a guest that
+# way (Oops: int3 in the page allocator). Made here, with nothing else
+# running, the switch is over before the runtime starts; the child stays
+# for the guest's life, so that no key switches back.
+cgroup2_with_controllers() {
+	local cg=/sys/fs/cgroup
+	mountpoint -q $cg || mount -t cgroup2 none $cg || return 1
+	[ -d $cg/loopfs-keys ] && return 0
+	echo "+memory +cpu +pids" >$cg/cgroup.subtree_control || return 1
+	mkdir $cg/loopfs-keys || return 1
+	sleep 1
+}
+
 # The majors of loopfs's block devices and of its loop-control nodes, which
 # a container's device cgroup must allow.
 loopfs_majors() {

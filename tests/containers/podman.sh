@@ -43,7 +43,7 @@ cleanup() {
 trap cleanup EXIT
 
 setup() {
-	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 none /sys/fs/cgroup
+	cgroup2_with_controllers || fail "cgroup2 with the memory, cpu and pids controllers"
 	command -v podman >/dev/null || fail "podman is not installed"
 	command -v jq >/dev/null || fail "jq is not installed"
 	make_rootfs "$w/rootfs"
