@@ -171,13 +171,16 @@ release_suites() {
 # the same hook, and the Kubernetes suite covers on the newest kernel
 # what the Podman suite would (instances from the hook, the device rules,
 # a neighbour's node refused, a user namespace's instance).
+# Words on one line: SUITES_EXCEPT is read as one line of words.
 release_suites_except() {
-	[ "$1" = bookworm ] || echo bench/smoke.sh
+	local words=()
+	[ "$1" = bookworm ] || words+=(bench/smoke.sh)
 	if [ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ]; then
-		echo tests/containers/podman.sh
+		words+=(tests/containers/podman.sh)
 	else
-		echo tests/containers/kubernetes.sh
+		words+=(tests/containers/kubernetes.sh)
 	fi
+	echo "${words[*]}"
 }
 
 # release_root RELEASE: the root directory of RELEASE

@@ -125,8 +125,9 @@ suite_pattern() {
 }
 
 list_default_suites() {
-	local p f e words excepts=()
-	read -ra words <<<"${SUITES_EXCEPT:-}"
+	local p f e words excepts=() except_words=${SUITES_EXCEPT:-}
+	# words on one or more lines
+	read -ra words <<<"${except_words//$'\n'/ }"
 	for e in "${words[@]}"; do
 		excepts+=("$(suite_pattern "$e")")
 	done

@@ -24,7 +24,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 log=$work/log
 
-tap_plan 27
+tap_plan 28
 
 # --- counting host-side TAP suites -------------------------------------------
 fake_tap() {
@@ -58,6 +58,17 @@ skip_counted() {
 	[ "$host_pass" -eq 1 ] && [ "$host_fail" -eq 0 ] && [ "$host_skip" -eq 1 ]
 }
 expect "a host suite's skipped test counts as skipped, not as passed" skip_counted
+
+# run-guest.sh reads SUITES_EXCEPT as one line of words: a second line
+# would be run, not left out.
+except_one_line() {
+	local r
+	. "$harness/releases.sh"
+	for r in bookworm "${root_releases[@]}"; do
+		[ "$(release_suites_except "$r" | wc -l)" -eq 1 ] || return 1
+	done
+}
+expect "each release's suites left out of its row are one line of words" except_one_line
 
 # --- kernel log lines a suite declares --------------------------------------
 # clean_with ALLOW LINE...: logscan finds nothing in LINEs given ALLOW
