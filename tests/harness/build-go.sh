@@ -17,7 +17,7 @@ src=$(cd "$here/../.." && pwd)
 . "$here/releases.sh"
 
 out=${1:-$src/.build/go}
-rel=${root_releases[${#root_releases[@]} - 1]}
+rel=$(newest_release)
 root=$(release_root "$rel")
 if ! release_ready "$rel" || [ ! -x "$root/usr/bin/go" ]; then
 	echo "  SKIP    Go programs: $rel's root has no Go (make deps)"

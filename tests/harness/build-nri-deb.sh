@@ -12,7 +12,7 @@ src=$(cd "$here/../.." && pwd)
 . "$here/releases.sh"
 
 out=${1:?usage: build-nri-deb.sh OUT}
-rel=${root_releases[${#root_releases[@]} - 1]}
+rel=$(newest_release)
 root=$(release_root "$rel")
 if ! release_ready "$rel" || [ ! -x "$root/usr/bin/go" ] || [ ! -x "$root/usr/bin/dh" ]; then
 	echo "build-nri-deb: $rel's root cannot build loopfs-nri (make deps)" >&2

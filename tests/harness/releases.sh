@@ -22,6 +22,10 @@ LOOPFS_KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 root_releases=(bullseye trixie sid)
 older_releases=(bullseye)
 
+# newest_release: the last of root_releases, whose root also has Go and
+# containerd 2 (go_pkgs)
+newest_release() { echo "${root_releases[${#root_releases[@]} - 1]}"; }
+
 # What the suites run in a guest, on the host (bookworm) and in every root.
 userland_pkgs=(
 	util-linux util-linux-extra mount fdisk parted dosfstools e2fsprogs fio procps
@@ -62,7 +66,7 @@ release_pkgs() {
 	if release_builds_userland "$1"; then
 		echo libseccomp-dev
 	fi
-	if [ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ]; then
+	if [ "$1" = "$(newest_release)" ]; then
 		printf '%s\n' "${go_pkgs[@]}"
 	fi
 }
@@ -153,7 +157,7 @@ debug_suites() {
 # suite (the newest but release_suites_except), an older release the older
 # set, one between the core set.
 release_suites() {
-	if [ "$1" = bookworm ] || [ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ]; then
+	if [ "$1" = bookworm ] || [ "$1" = "$(newest_release)" ]; then
 		return 0
 	elif release_builds_userland "$1"; then
 		echo "${older_suites[*]}"
@@ -175,7 +179,7 @@ release_suites() {
 release_suites_except() {
 	local words=()
 	[ "$1" = bookworm ] || words+=(bench/smoke.sh)
-	if [ "$1" = "${root_releases[${#root_releases[@]} - 1]}" ]; then
+	if [ "$1" = "$(newest_release)" ]; then
 		words+=(tests/containers/podman.sh)
 	else
 		words+=(tests/containers/kubernetes.sh)
